@@ -1,0 +1,82 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
+import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import io.lettuce.core.ClientOptions;
+import java.time.Clock;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
+import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
+import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
+
+/**
+ * Gives any Spring Cloud Gateway application the {@code Idempotency} route filter once this module is on its
+ * classpath, on the Redis configured through the standard {@code spring.data.redis.*} properties.
+ */
+@AutoConfiguration(afterName = {
+        "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+        "org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration"})
+@ConditionalOnClass({GatewayFilterFactory.class, ReactiveRedisConnectionFactory.class})
+@EnableConfigurationProperties(IdempotencyProperties.class)
+public class IdempotencyAutoConfiguration {
+
+    /**
+     * Lettuce queues commands while disconnected by default, and would run a reservation long after the client was
+     * told 503. Failing fast while Redis is away keeps "refused" meaning "nothing happened".
+     */
+    @Bean
+    LettuceClientOptionsBuilderCustomizer idempotencyRejectCommandsWhileDisconnected() {
+        return options -> options.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    TenantResolver idempotencyTenantResolver(IdempotencyProperties properties) {
+        return new PrincipalOrHeaderTenantResolver(properties.tenantHeader());
+    }
+
+    @Bean
+    SettleSignals idempotencySettleSignals() {
+        return new SettleSignals();
+    }
+
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnMissingBean(IdempotencyStore.class)
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
+        RedisSerializationContext<String, byte[]> context = RedisSerializationContext
+                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                .key(RedisSerializer.string())
+                .hashKey(RedisSerializer.string())
+                .build();
+        return new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connectionFactory, context), signals,
+                Clock.systemUTC());
+    }
+
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    RedisSettleSubscription idempotencySettleSubscription(ReactiveRedisConnectionFactory connectionFactory,
+            SettleSignals signals) {
+        return new RedisSettleSubscription(connectionFactory, signals);
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
+            IdempotencyStore store, TenantResolver tenants) {
+        return new IdempotencyGatewayFilterFactory(properties, store, tenants, Clock.systemDefaultZone());
+    }
+}

@@ -1,0 +1,41 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Gateway-wide defaults under {@code idempotency.*}. Each route's {@code Idempotency} filter args override the
+ * route-level ones; the README lists every property with its default.
+ */
+@ConfigurationProperties("idempotency")
+public record IdempotencyProperties(
+        @DefaultValue("Idempotency-Key") String keyHeader,
+        @DefaultValue("16") int keyMinLength,
+        @DefaultValue("64") int keyMaxLength,
+        @DefaultValue({"POST", "PUT", "PATCH", "DELETE"}) List<String> methods,
+        String tenantHeader,
+        List<String> unorderedArrays,
+        @DefaultValue("200") int replayStatus,
+        @DefaultValue("Set-Cookie") List<String> neverStoredHeaders,
+        @DefaultValue("2s") Duration inFlightWait,
+        @DefaultValue("60s") Duration inFlightLease,
+        @DefaultValue("24h") Duration retention,
+        @DefaultValue({"401", "403", "408", "425", "429", "503"}) Set<Integer> releaseOnStatus,
+        @DefaultValue("1MB") DataSize maxRequestBytes,
+        @DefaultValue("1MB") DataSize maxStoredResponseBytes,
+        @DefaultValue("1s") Duration storeTimeout,
+        @DefaultValue("1s") Duration retryAfter,
+        @DefaultValue EmbeddedRedis embeddedRedis) {
+
+    public IdempotencyProperties {
+        unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
+    }
+
+    /** A Redis server started with the gateway, for zero-setup runs; never on unless asked for. */
+    public record EmbeddedRedis(@DefaultValue("false") boolean enabled, @DefaultValue("0") int port, String directory) {
+    }
+}

@@ -1,0 +1,28 @@
+package dev.retrysafe.gateway.idempotency.decision;
+
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The answer a replay gives, per the Onboarding contract: a 2xx original comes back with the replay status
+ * (200 instead of 202) and without {@code Location}, since nothing new was created; any other final status is
+ * replayed as it was. Every replay says so in {@code Idempotency-Replayed: true}.
+ */
+public record ReplayResponse(int status, List<ResponseHeader> headers, byte[] body) {
+    public static final String REPLAYED_HEADER = "Idempotency-Replayed";
+
+    public static ReplayResponse of(StoredResponse stored, int replayStatus) {
+        boolean success = stored.isSuccessful();
+        List<ResponseHeader> headers = new ArrayList<>(stored.headers().size() + 1);
+        for (ResponseHeader header : stored.headers()) {
+            if (header.named(REPLAYED_HEADER) || (success && header.named("Location"))) {
+                continue;
+            }
+            headers.add(header);
+        }
+        headers.add(new ResponseHeader(REPLAYED_HEADER, "true"));
+        return new ReplayResponse(success ? replayStatus : stored.status(), List.copyOf(headers), stored.body());
+    }
+}

@@ -1,0 +1,54 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * Every answer the gateway produces itself, with its status and the message integrators read. Messages never
+ * contain the key, the tenant or the body.
+ */
+public record GatewayError(int status, String message, Optional<Duration> retryAfter) {
+
+    public static final String PAYLOAD_MISMATCH_MESSAGE =
+            "The idempotency key was already used with a different payload.";
+
+    public static GatewayError invalidKey(String message) {
+        return new GatewayError(422, message, Optional.empty());
+    }
+
+    public static GatewayError payloadMismatch() {
+        return new GatewayError(409, PAYLOAD_MISMATCH_MESSAGE, Optional.empty());
+    }
+
+    public static GatewayError stillInFlight(Duration retryAfter) {
+        return new GatewayError(409, "A request with this idempotency key is still being processed. "
+                + "Retry later with the same key and payload.", Optional.of(retryAfter));
+    }
+
+    public static GatewayError replayUnavailable(int originalStatus, long limitBytes) {
+        return new GatewayError(409, "The request with this idempotency key was already processed (status "
+                + originalStatus + ") but its response was larger than " + limitBytes
+                + " bytes and cannot be replayed. Do not resend it with a new key: check the resource's state.",
+                Optional.empty());
+    }
+
+    public static GatewayError bodyTooLarge(long limitBytes) {
+        return new GatewayError(413, "The request body is larger than the limit of " + limitBytes + " bytes.",
+                Optional.empty());
+    }
+
+    public static GatewayError storeUnavailable(Duration retryAfter) {
+        return new GatewayError(503, "Idempotency protection is temporarily unavailable; the request was not "
+                + "processed. Retry later with the same key.", Optional.of(retryAfter));
+    }
+
+    public static GatewayError upstreamUnreachable(Duration retryAfter) {
+        return new GatewayError(502, "The upstream service could not be reached; the request was not processed. "
+                + "Retry with the same key.", Optional.of(retryAfter));
+    }
+
+    public static GatewayError outcomeUnknown() {
+        return new GatewayError(504, "The upstream service did not answer in time; the outcome of the request is "
+                + "unknown. Retry with the same key and payload; do not use a new key.", Optional.empty());
+    }
+}

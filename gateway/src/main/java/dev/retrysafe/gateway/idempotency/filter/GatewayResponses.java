@@ -1,0 +1,47 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import java.time.Clock;
+import java.time.OffsetDateTime;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Mono;
+
+/** Writes what the gateway answers without calling the upstream: error envelopes and replays. */
+final class GatewayResponses {
+    private final Clock clock;
+
+    GatewayResponses(Clock clock) {
+        this.clock = clock;
+    }
+
+    Mono<Void> error(ServerWebExchange exchange, GatewayError error) {
+        ServerHttpResponse response = exchange.getResponse();
+        if (response.isCommitted()) {
+            return Mono.empty();
+        }
+        byte[] body = ErrorEnvelope.json(error.status(), error.message(), OffsetDateTime.now(clock));
+        response.setStatusCode(HttpStatusCode.valueOf(error.status()));
+        HttpHeaders headers = response.getHeaders();
+        headers.setContentType(MediaType.APPLICATION_JSON);
+        headers.setContentLength(body.length);
+        error.retryAfter().ifPresent(delay ->
+                headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, delay.toSeconds()))));
+        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    Mono<Void> replay(ServerWebExchange exchange, ReplayResponse replay) {
+        ServerHttpResponse response = exchange.getResponse();
+        response.setStatusCode(HttpStatusCode.valueOf(replay.status()));
+        HttpHeaders headers = response.getHeaders();
+        for (ResponseHeader header : replay.headers()) {
+            headers.add(header.name(), header.value());
+        }
+        headers.setContentLength(replay.body().length);
+        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(replay.body())));
+    }
+}

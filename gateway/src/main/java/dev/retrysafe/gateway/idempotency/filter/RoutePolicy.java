@@ -1,0 +1,55 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
+import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
+import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
+import java.time.Duration;
+import java.util.Set;
+
+/** One route's settings, resolved from its filter args and the global defaults, validated once at startup. */
+public record RoutePolicy(
+        String keyHeader,
+        KeyPolicy keyPolicy,
+        Set<String> methods,
+        RequestFingerprinter fingerprinter,
+        int replayStatus,
+        StorableHeaders storableHeaders,
+        Duration inFlightWait,
+        Duration inFlightLease,
+        Duration retention,
+        OutcomePolicy outcomePolicy,
+        int maxRequestBytes,
+        int maxStoredResponseBytes,
+        Duration storeTimeout,
+        Duration retryAfter) {
+
+    public RoutePolicy {
+        methods = Set.copyOf(methods);
+        if (keyHeader == null || keyHeader.isBlank()) {
+            throw new IllegalArgumentException("key-header must not be blank");
+        }
+        if (replayStatus < 200 || replayStatus > 299) {
+            throw new IllegalArgumentException("replay-status must be a 2xx status, was " + replayStatus);
+        }
+        requirePositive("in-flight-lease", inFlightLease);
+        requirePositive("retention", retention);
+        requirePositive("store-timeout", storeTimeout);
+        if (inFlightWait.isNegative()) {
+            throw new IllegalArgumentException("in-flight-wait must not be negative");
+        }
+        if (maxRequestBytes < 0 || maxStoredResponseBytes < 0) {
+            throw new IllegalArgumentException("byte limits must not be negative");
+        }
+    }
+
+    public boolean guards(String method) {
+        return methods.contains(method);
+    }
+
+    private static void requirePositive(String name, Duration value) {
+        if (value == null || value.isZero() || value.isNegative()) {
+            throw new IllegalArgumentException(name + " must be positive, was " + value);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+package dev.retrysafe.gateway.idempotency.key;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Decides whether the values of the idempotency header form an acceptable key.
+ * Rules are applied in a fixed order so that a client always learns the first thing to fix.
+ */
+public record KeyPolicy(int minLength, int maxLength) {
+
+    public static final String DEFAULT_HEADER_NAME = "Idempotency-Key";
+
+    /** 16 rejects trivially guessable keys; 64 fits a UUID, hex of 32 bytes, and similar formats. */
+    public static final KeyPolicy DEFAULT = new KeyPolicy(16, 64);
+
+    public KeyPolicy {
+        if (minLength < 1) {
+            throw new IllegalArgumentException("minLength must be at least 1, was " + minLength);
+        }
+        if (maxLength < minLength) {
+            throw new IllegalArgumentException(
+                    "maxLength (" + maxLength + ") must not be less than minLength (" + minLength + ")");
+        }
+    }
+
+    /**
+     * @param headerName   the header as clients know it, used in messages
+     * @param headerValues every value received for that header; {@code null} or empty means absent
+     */
+    public KeyCheck check(String headerName, List<String> headerValues) {
+        Objects.requireNonNull(headerName, "headerName");
+        if (headerValues == null || headerValues.isEmpty()) {
+            return reject(headerName, "is required.");
+        }
+        // Two values could be two different keys; picking one would be a guess.
+        if (headerValues.size() > 1) {
+            return reject(headerName, "must be sent only once.");
+        }
+        String value = headerValues.get(0);
+        if (value == null || value.isBlank()) {
+            return reject(headerName, "must not be empty.");
+        }
+        if (value.length() < minLength) {
+            return reject(headerName, "must be at least " + minLength + " characters long.");
+        }
+        if (value.length() > maxLength) {
+            return reject(headerName, "must be at most " + maxLength + " characters long.");
+        }
+        // No trimming: " key " and "key" would otherwise silently become the same operation.
+        if (!IdempotencyKey.hasOnlyAllowedCharacters(value)) {
+            return reject(headerName, "may only contain letters, digits, '-' and '_'.");
+        }
+        return new KeyCheck.Valid(new IdempotencyKey(value));
+    }
+
+    private static KeyCheck reject(String headerName, String rule) {
+        return new KeyCheck.Rejected("The " + headerName + " header " + rule);
+    }
+}

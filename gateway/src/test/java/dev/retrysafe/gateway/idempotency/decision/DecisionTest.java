@@ -1,0 +1,63 @@
+package dev.retrysafe.gateway.idempotency.decision;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class DecisionTest {
+
+    private static final Fingerprint FIRST = new Fingerprint("a".repeat(64));
+    private static final Fingerprint OTHER = new Fingerprint("b".repeat(64));
+
+    private static final StoredResponse ACCEPTED = new StoredResponse(202,
+            List.of(new ResponseHeader("Location", "/merchants/42"), new ResponseHeader("Content-Type", "application/json")),
+            "{\"id\":42}".getBytes(StandardCharsets.UTF_8), false);
+
+    private static final StoredResponse OMITTED = new StoredResponse(201,
+            List.of(new ResponseHeader("Content-Type", "application/json")), new byte[0], true);
+
+    @Test
+    void aDifferentPayloadIsAMismatchWhileTheFirstRequestIsInFlight() {
+        assertThat(Decision.against(IdempotencyRecord.inFlight(FIRST), OTHER))
+                .isInstanceOf(Decision.PayloadMismatch.class);
+    }
+
+    @Test
+    void aDifferentPayloadIsAMismatchOnceTheFirstRequestCompleted() {
+        assertThat(Decision.against(IdempotencyRecord.completed(FIRST, ACCEPTED), OTHER))
+                .isInstanceOf(Decision.PayloadMismatch.class);
+    }
+
+    @Test
+    void aDifferentPayloadIsAMismatchEvenWhenTheStoredBodyWasOmitted() {
+        assertThat(Decision.against(IdempotencyRecord.completed(FIRST, OMITTED), OTHER))
+                .isInstanceOf(Decision.PayloadMismatch.class);
+    }
+
+    @Test
+    void theSamePayloadWhileInFlightWaits() {
+        assertThat(Decision.against(IdempotencyRecord.inFlight(FIRST), new Fingerprint("a".repeat(64))))
+                .isInstanceOf(Decision.InFlight.class);
+    }
+
+    @Test
+    void theSamePayloadOnceCompletedReplaysTheStoredResponse() {
+        Decision decision = Decision.against(IdempotencyRecord.completed(FIRST, ACCEPTED), FIRST);
+
+        assertThat(decision).isInstanceOf(Decision.Replay.class);
+        assertThat(((Decision.Replay) decision).response()).isSameAs(ACCEPTED);
+    }
+
+    @Test
+    void aCompletedResponseWithoutItsBodyCannotBeReplayedAndKeepsTheOriginalStatus() {
+        Decision decision = Decision.against(IdempotencyRecord.completed(FIRST, OMITTED), FIRST);
+
+        assertThat(decision).isEqualTo(new Decision.ReplayUnavailable(201));
+    }
+}

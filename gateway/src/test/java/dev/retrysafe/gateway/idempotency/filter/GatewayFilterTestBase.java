@@ -1,0 +1,110 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import dev.retrysafe.gateway.IdempotencyGatewayApplication;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.web.reactive.server.WebTestClient;
+
+/**
+ * A real gateway on a random port, its own Redis (the embedded-redis auto-configuration, random port) and WireMock
+ * as the upstream, over real HTTP. Subclasses share one application context.
+ */
+@SpringBootTest(classes = IdempotencyGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+                "idempotency.embedded-redis.enabled=true",
+                "idempotency.embedded-redis.directory=target/embedded-redis",
+                "idempotency.tenant-header=X-Tenant-Id",
+                "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s"})
+abstract class GatewayFilterTestBase {
+    static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
+    static final int closedPort = closedPort();
+
+    static {
+        upstream.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(upstream::stop));
+    }
+
+    @LocalServerPort
+    int port;
+
+    @Autowired
+    ReactiveRedisConnectionFactory redisConnectionFactory;
+
+    WebTestClient client;
+    ReactiveStringRedisTemplate redis;
+
+    @DynamicPropertySource
+    static void routes(DynamicPropertyRegistry registry) {
+        String upstreamUri = "http://127.0.0.1:" + upstream.port();
+        route(registry, 0, "onboarding", upstreamUri, "/merchants/**",
+                Map.of("unordered-arrays", "integrations,paymentMethods,sites"));
+        route(registry, 1, "custom", upstreamUri, "/custom/**", Map.of(
+                "methods", "POST",
+                "key-header", "X-Request-Key",
+                "key-min-length", "8",
+                "key-max-length", "20",
+                "replay-status", "201",
+                "never-stored-headers", "Set-Cookie,X-Secret"));
+        route(registry, 2, "limited", upstreamUri, "/limited/**", Map.of(
+                "max-request-bytes", "1KB",
+                "max-stored-response-bytes", "2KB"));
+        route(registry, 3, "short-wait", upstreamUri, "/short-wait/**", Map.of("in-flight-wait", "300ms"));
+        route(registry, 4, "short-retention", upstreamUri, "/short-retention/**", Map.of("retention", "300ms"));
+        route(registry, 5, "unreachable", "http://127.0.0.1:" + closedPort, "/unreachable/**", Map.of());
+        route(registry, 6, "other-route", upstreamUri, "/other/**", Map.of());
+        route(registry, 7, "plain", upstreamUri, "/plain/**", null);
+        route(registry, 8, "long-wait", upstreamUri, "/long-wait/**", Map.of("in-flight-wait", "20s"));
+    }
+
+    private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,
+            Map<String, String> args) {
+        String prefix = "spring.cloud.gateway.server.webflux.routes[" + index + "].";
+        registry.add(prefix + "id", () -> id);
+        registry.add(prefix + "uri", () -> uri);
+        registry.add(prefix + "predicates[0]", () -> "Path=" + path);
+        if (args != null) {
+            registry.add(prefix + "filters[0].name", () -> "Idempotency");
+            new LinkedHashMap<>(args).forEach((name, value) -> registry.add(prefix + "filters[0].args." + name, () -> value));
+        }
+    }
+
+    @BeforeEach
+    void connect() {
+        client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
+                .responseTimeout(Duration.ofSeconds(20)).build();
+        redis = new ReactiveStringRedisTemplate(redisConnectionFactory);
+        upstream.resetAll();
+    }
+
+    static String newKey() {
+        return UUID.randomUUID().toString();
+    }
+
+    static String url(String path) {
+        return "http://127.0.0.1:" + upstream.port() + path;
+    }
+
+    private static int closedPort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
