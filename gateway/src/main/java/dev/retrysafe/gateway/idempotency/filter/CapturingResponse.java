@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.reactivestreams.Publisher;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.http.HttpStatusCode;
@@ -52,44 +54,36 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
 
     @Override
     public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
-        if (!seen.compareAndSet(false, true)) {
-            return super.writeWith(body);
-        }
-        int status = status();
-        if (!outcome.isFinal(status)) {
-            return outcome.notAResult().then(super.writeWith(body));
-        }
-        List<ResponseHeader> headers = headerSnapshot();
-        BoundedCopy copy = new BoundedCopy(limit);
-        return finish(super.writeWith(Flux.from(body).doOnNext(copy::append)), status, headers, copy);
+        return intercept(copy -> super.writeWith(Flux.from(body).doOnNext(copy::append)),
+                () -> super.writeWith(body));
     }
 
     @Override
     public Mono<Void> writeAndFlushWith(Publisher<? extends Publisher<? extends DataBuffer>> body) {
-        if (!seen.compareAndSet(false, true)) {
-            return super.writeAndFlushWith(body);
-        }
-        int status = status();
-        if (!outcome.isFinal(status)) {
-            return outcome.notAResult().then(super.writeAndFlushWith(body));
-        }
-        List<ResponseHeader> headers = headerSnapshot();
-        BoundedCopy copy = new BoundedCopy(limit);
-        Flux<Flux<? extends DataBuffer>> tapped = Flux.from(body).map(part -> Flux.from(part).doOnNext(copy::append));
-        return finish(super.writeAndFlushWith(tapped), status, headers, copy);
+        return intercept(copy -> super.writeAndFlushWith(Flux.from(body).map(part -> Flux.from(part).doOnNext(copy::append))),
+                () -> super.writeAndFlushWith(body));
     }
 
     @Override
     public Mono<Void> setComplete() {
+        return intercept(copy -> super.setComplete(), super::setComplete);
+    }
+
+    /**
+     * The first write decides: a status that is not a result is released and passed through, a result is written
+     * while copied, then stored. Later writes (none are expected) pass through.
+     */
+    private Mono<Void> intercept(Function<BoundedCopy, Mono<Void>> copyingWrite, Supplier<Mono<Void>> plainWrite) {
         if (!seen.compareAndSet(false, true)) {
-            return super.setComplete();
+            return plainWrite.get();
         }
         int status = status();
         if (!outcome.isFinal(status)) {
-            return outcome.notAResult().then(super.setComplete());
+            return outcome.notAResult().then(Mono.defer(plainWrite));
         }
         List<ResponseHeader> headers = headerSnapshot();
-        return finish(super.setComplete(), status, headers, new BoundedCopy(limit));
+        BoundedCopy copy = new BoundedCopy(limit);
+        return finish(copyingWrite.apply(copy), status, headers, copy);
     }
 
     private Mono<Void> finish(Mono<Void> write, int status, List<ResponseHeader> headers, BoundedCopy copy) {

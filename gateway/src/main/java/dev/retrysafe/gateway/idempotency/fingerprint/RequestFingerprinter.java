@@ -1,9 +1,6 @@
 package dev.retrysafe.gateway.idempotency.fingerprint;
 
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -44,16 +41,16 @@ public final class RequestFingerprinter {
         byte[] rawBody = body == null ? NO_BYTES : body;
         Optional<byte[]> canonicalBody = isJson(contentType) ? canonicalJson.canonicalize(rawBody) : Optional.empty();
 
-        // A fresh digest per call: MessageDigest is stateful and not thread-safe.
-        MessageDigest sha256 = newSha256();
+        // A fresh digest per call: digests are stateful and not thread-safe.
+        PartsDigest sha256 = new PartsDigest();
         // Every part is length-prefixed, so no part can bleed into the next (path "/a" + query "b"
         // never equals path "/ab" + empty query).
-        updateWithPart(sha256, method.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
-        updateWithPart(sha256, path.getBytes(StandardCharsets.UTF_8));
-        updateWithPart(sha256, canonicalQuery(rawQuery).getBytes(StandardCharsets.UTF_8));
+        sha256.add(method.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
+        sha256.add(path.getBytes(StandardCharsets.UTF_8));
+        sha256.add(canonicalQuery(rawQuery).getBytes(StandardCharsets.UTF_8));
         // The tag keeps a raw body from ever colliding with a canonical JSON body of the same bytes.
-        updateWithPart(sha256, canonicalBody.isPresent() ? JSON_BODY : RAW_BODY);
-        updateWithPart(sha256, canonicalBody.orElse(rawBody));
+        sha256.add(canonicalBody.isPresent() ? JSON_BODY : RAW_BODY);
+        sha256.add(canonicalBody.orElse(rawBody));
         return Fingerprint.ofDigest(sha256.digest());
     }
 
@@ -89,18 +86,5 @@ public final class RequestFingerprinter {
         }
         String subtype = mediaType.substring(slash + 1);
         return mediaType.equals("application/json") || (subtype.endsWith("+json") && subtype.length() > "+json".length());
-    }
-
-    private static void updateWithPart(MessageDigest digest, byte[] part) {
-        digest.update(ByteBuffer.allocate(Integer.BYTES).putInt(part.length).array());
-        digest.update(part);
-    }
-
-    private static MessageDigest newSha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("Every Java platform must provide SHA-256", e);
-        }
     }
 }

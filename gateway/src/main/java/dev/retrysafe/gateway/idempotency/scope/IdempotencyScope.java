@@ -1,60 +1,67 @@
 package dev.retrysafe.gateway.idempotency.scope;
 
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
+import dev.retrysafe.gateway.idempotency.fingerprint.PartsDigest;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import java.util.Base64;
 import java.util.Objects;
 
-import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
-
 /**
- * Where a key is unique: the same key sent by two tenants, or to two routes, names two different
- * operations.
- *
- * @param tenant  who sent the request; {@code ""} for anonymous requests
- * @param routeId the gateway route the request matched
- * @param key     the client's idempotency key
+ * Where a key is unique: the same key sent by two tenants, or to two routes, names two different operations.
+ * Its hash is computed once: it names the Redis record and the wake-up message, and appears in logs.
  */
-public record IdempotencyScope(String tenant, String routeId, IdempotencyKey key) {
+public final class IdempotencyScope {
+    private final String tenant;
+    private final String routeId;
+    private final IdempotencyKey key;
+    private final String hash;
 
-    public IdempotencyScope {
-        Objects.requireNonNull(tenant, "tenant");
-        Objects.requireNonNull(routeId, "routeId");
-        Objects.requireNonNull(key, "key");
+    /**
+     * @param tenant  who sent the request; {@code ""} for anonymous requests
+     * @param routeId the gateway route the request matched
+     * @param key     the client's idempotency key
+     */
+    public IdempotencyScope(String tenant, String routeId, IdempotencyKey key) {
+        this.tenant = Objects.requireNonNull(tenant, "tenant");
+        this.routeId = Objects.requireNonNull(routeId, "routeId");
+        this.key = Objects.requireNonNull(key, "key");
+        byte[] digest = new PartsDigest().add(tenant).add(routeId).add(key.value()).digest();
+        this.hash = Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+    }
+
+    public String tenant() {
+        return tenant;
+    }
+
+    public String routeId() {
+        return routeId;
+    }
+
+    public IdempotencyKey key() {
+        return key;
     }
 
     /**
-     * Base64url (no padding) SHA-256 of the length-prefixed tenant, route id and key: the only form
-     * of the scope that may reach Redis key names, so Redis never holds the raw tenant or key.
-     * Length prefixes keep ("ab", "c") apart from ("a", "bc").
+     * Base64url (no padding) SHA-256 of the length-prefixed tenant, route id and key: the only form of the scope
+     * that may reach Redis key names, so Redis never holds the raw tenant or key.
      */
     public String hash() {
-        MessageDigest sha256 = newSha256();
-        updateWithPart(sha256, tenant);
-        updateWithPart(sha256, routeId);
-        updateWithPart(sha256, key.value());
-        return Base64.getUrlEncoder().withoutPadding().encodeToString(sha256.digest());
+        return hash;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof IdempotencyScope other && tenant.equals(other.tenant) && routeId.equals(other.routeId)
+                && key.equals(other.key);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(tenant, routeId, key);
     }
 
     /** Shows the hash only: the tenant and the key must never reach logs. */
     @Override
     public String toString() {
-        return "IdempotencyScope[hash=" + hash() + "]";
-    }
-
-    private static void updateWithPart(MessageDigest digest, String part) {
-        byte[] bytes = part.getBytes(StandardCharsets.UTF_8);
-        digest.update(ByteBuffer.allocate(Integer.BYTES).putInt(bytes.length).array());
-        digest.update(bytes);
-    }
-
-    private static MessageDigest newSha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("Every Java platform must provide SHA-256", e);
-        }
+        return "IdempotencyScope[hash=" + hash + "]";
     }
 }

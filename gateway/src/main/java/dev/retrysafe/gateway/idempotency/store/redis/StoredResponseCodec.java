@@ -49,12 +49,12 @@ final class StoredResponseCodec {
             }
             int flags = in.readUnsignedByte();
             int status = in.readUnsignedShort();
-            int headerCount = in.readInt();
+            int headerCount = length(in, 8);
             List<ResponseHeader> headers = new ArrayList<>(headerCount);
             for (int i = 0; i < headerCount; i++) {
                 headers.add(new ResponseHeader(readString(in), readString(in)));
             }
-            byte[] body = new byte[in.readInt()];
+            byte[] body = new byte[length(in, 1)];
             in.readFully(body);
             return new StoredResponse(status, headers, body, (flags & FLAG_BODY_OMITTED) != 0);
         } catch (IOException e) {
@@ -68,8 +68,17 @@ final class StoredResponseCodec {
         out.write(bytes);
     }
 
+    /** A count or length read from the blob, checked against what is left so a damaged one cannot allocate wildly. */
+    private static int length(DataInputStream in, int minBytesPerUnit) throws IOException {
+        int value = in.readInt();
+        if (value < 0 || (long) value * minBytesPerUnit > in.available()) {
+            throw new IOException("Length " + value + " exceeds the " + in.available() + " bytes left");
+        }
+        return value;
+    }
+
     private static String readString(DataInputStream in) throws IOException {
-        byte[] bytes = new byte[in.readInt()];
+        byte[] bytes = new byte[length(in, 1)];
         in.readFully(bytes);
         return new String(bytes, StandardCharsets.UTF_8);
     }

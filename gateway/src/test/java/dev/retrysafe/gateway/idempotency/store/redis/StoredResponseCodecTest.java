@@ -120,4 +120,16 @@ class StoredResponseCodecTest {
     void anEmptyBlobFailsWithIllegalStateException() {
         assertThatIllegalStateException().isThrownBy(() -> StoredResponseCodec.decode(new byte[0]));
     }
+
+    @Test
+    void aDamagedLengthFailsWithIllegalStateExceptionInsteadOfAllocatingIt() {
+        byte[] encoded = StoredResponseCodec.encode(TYPICAL);
+        // Bytes 4..7 hold the header count: make it negative, then huge.
+        for (int damaged : new int[] {-1, Integer.MAX_VALUE}) {
+            byte[] copy = encoded.clone();
+            java.nio.ByteBuffer.wrap(copy).putInt(4, damaged);
+            assertThatIllegalStateException().as("header count %d", damaged)
+                    .isThrownBy(() -> StoredResponseCodec.decode(copy));
+        }
+    }
 }

@@ -1,0 +1,54 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.annotation.ImportCandidates;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration;
+import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
+import reactor.core.publisher.Mono;
+
+/** An existing gateway application gets the filter from the module's auto-configuration alone. */
+class IdempotencyAutoConfigurationTest {
+    final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
+                    DataRedisReactiveAutoConfiguration.class, IdempotencyAutoConfiguration.class));
+
+    @Test
+    void isRegisteredForAutoConfiguration() {
+        assertThat(ImportCandidates.load(AutoConfiguration.class, getClass().getClassLoader()).getCandidates())
+                .contains(IdempotencyAutoConfiguration.class.getName());
+    }
+
+    @Test
+    void providesTheFilterFactoryTheStoreAndTheTenantResolver() {
+        runner.run(context -> {
+            assertThat(context).hasSingleBean(IdempotencyGatewayFilterFactory.class);
+            assertThat(context).hasSingleBean(IdempotencyStore.class);
+            assertThat(context).hasSingleBean(TenantResolver.class);
+            assertThat(context.getBean(IdempotencyGatewayFilterFactory.class).name()).isEqualTo("Idempotency");
+        });
+    }
+
+    @Test
+    void anApplicationTenantResolverReplacesTheDefault() {
+        TenantResolver custom = exchange -> Mono.just("custom");
+        runner.withBean(TenantResolver.class, () -> custom).run(context ->
+                assertThat(context.getBean(TenantResolver.class)).isSameAs(custom));
+    }
+
+    @Test
+    void routeArgsAreValidatedAtStartup() {
+        runner.withPropertyValues("idempotency.replay-status=302").run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> factory.apply(new IdempotencyGatewayFilterFactory.Config()))
+                    .hasMessageContaining("replay-status");
+        });
+    }
+}
