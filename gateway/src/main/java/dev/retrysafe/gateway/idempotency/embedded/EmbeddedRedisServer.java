@@ -25,11 +25,15 @@ public final class EmbeddedRedisServer implements SmartLifecycle {
     private volatile boolean running;
 
     public EmbeddedRedisServer(int requestedPort, Path directory) {
+        this(requestedPort, directory, executable(directory));
+    }
+
+    EmbeddedRedisServer(int requestedPort, Path directory, ExecutableProvider executable) {
         this.port = requestedPort > 0 ? requestedPort : freePort();
         try {
             Files.createDirectories(directory);
             this.server = RedisServer.newRedisServer()
-                    .executableProvider(executable(directory))
+                    .executableProvider(executable)
                     .bind("127.0.0.1")
                     .port(port)
                     .setting("save \"\"")
@@ -76,11 +80,15 @@ public final class EmbeddedRedisServer implements SmartLifecycle {
         return Integer.MIN_VALUE;
     }
 
+    static ExecutableProvider bundled(Path directory) {
+        return ExecutableProvider.newJarResourceProvider(directory.toFile());
+    }
+
     private static ExecutableProvider executable(Path directory) {
         try {
             return ExecutableProvider.newExecutableInPath("redis-server");
         } catch (FileNotFoundException notOnPath) {
-            return ExecutableProvider.newJarResourceProvider(directory.toFile());
+            return bundled(directory);
         }
     }
 
