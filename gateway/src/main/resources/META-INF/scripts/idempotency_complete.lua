@@ -1,15 +1,31 @@
 -- Store the final response, only for the owner of the reservation, and wake up waiters.
+-- The owner may complete an IN_FLIGHT record or one that became UNCERTAIN while it still waited for the
+-- upstream: the real answer settles the doubt. A record that vanished (Redis restarted without persistence)
+-- is written anew: nobody else can own a record that does not exist.
 -- KEYS[1] record hash
--- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] retention in ms
--- ARGV[4] now in epoch ms   ARGV[5] wake-up channel   ARGV[6] scope hash (the wake-up message)
+-- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
+-- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
+-- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
+-- ARGV[8] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters')
-if current[1] ~= 'IN_FLIGHT' or current[2] ~= ARGV[1] then
+local result = 1
+if not current[1] then
+  local fingerprint, route, tenant, upstream = string.match(ARGV[8], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
+  redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
+    'reserved_at', now, 'attempts', 1, 'restored', 1)
+  result = 2
+elseif (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'completed_at', ARGV[4])
-redis.call('HDEL', KEYS[1], 'owner', 'waiters')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if current[3] then
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
+redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now)
+redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until')
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING')
 end
-return 1
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if current[3] then
+  redis.call('PUBLISH', ARGV[6], ARGV[7])
+end
+return result

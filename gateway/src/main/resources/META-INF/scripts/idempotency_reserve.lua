@@ -1,23 +1,52 @@
 -- Reserve a scope atomically, or report what holds it. One round trip for every outcome:
--- first write (reserved), replay (the stored response comes back), mismatch, in flight.
+-- first write (reserved), replay (the stored response comes back), mismatch, in flight, uncertain.
 -- KEYS[1] record hash
--- ARGV[1] request fingerprint   ARGV[2] owner token   ARGV[3] lease in ms
--- ARGV[4] now in epoch ms      ARGV[5] '1' when the caller will wait for an in-flight record
-local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint')
+-- ARGV[1] request fingerprint   ARGV[2] owner token    ARGV[3] lease in ms
+-- ARGV[4] '1' when the caller will wait for an in-flight record
+-- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
+-- ARGV[8] record ttl in ms (how long an unsettled record may exist at all)
+-- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
+-- ARGV[10] wake-up channel      ARGV[11] scope hash
+-- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters')
 local state = current[1]
 if not state then
-  redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2], 'reserved_at', ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
+    'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
+    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7])
+  -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
   return {'RESERVED'}
 end
 if current[2] ~= ARGV[1] then
   -- another payload: the stored response is never sent back for it
   return {state, current[2]}
 end
-if state == 'COMPLETED' then
-  return {state, current[2], redis.call('HGET', KEYS[1], 'response')}
+if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
+  -- Nobody renewed the lease: the gateway instance that held it is gone. What the upstream did is unknown.
+  state = 'UNCERTAIN'
+  redis.call('HSET', KEYS[1], 'state', state, 'uncertain_at', now,
+    'uncertain_reason', 'lease lapsed: the gateway instance forwarding the request stopped renewing it')
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  if current[4] then
+    redis.call('PUBLISH', ARGV[10], ARGV[11])
+  end
 end
-if ARGV[5] == '1' then
+if state == 'UNCERTAIN' and ARGV[9] == '1' then
+  -- The upstream recognises the key itself: sending it again cannot act twice.
+  redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'owner', ARGV[2], 'reserved_at', now,
+    'lease_until', now + tonumber(ARGV[3]))
+  redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  return {'RESERVED'}
+end
+if state == 'COMPLETED' then
+  local stored = redis.call('HMGET', KEYS[1], 'response', 'process_state')
+  return {state, current[2], stored[1], stored[2] or ''}
+end
+if state == 'IN_FLIGHT' and ARGV[4] == '1' then
   -- completing or releasing publishes a wake-up only when someone waits
   redis.call('HINCRBY', KEYS[1], 'waiters', 1)
 end

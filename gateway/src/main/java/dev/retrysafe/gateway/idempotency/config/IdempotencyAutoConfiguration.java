@@ -1,6 +1,9 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -8,6 +11,10 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import io.lettuce.core.ClientOptions;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.web.reactive.function.client.WebClient;
 import java.time.Clock;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -62,8 +69,7 @@ public class IdempotencyAutoConfiguration {
                 .key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string())
                 .build();
-        return new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connectionFactory, context), signals,
-                Clock.systemUTC());
+        return new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connectionFactory, context), signals);
     }
 
     @Bean
@@ -74,9 +80,31 @@ public class IdempotencyAutoConfiguration {
     }
 
     @Bean
+    IdempotencyEvents idempotencyEvents(ObjectProvider<MeterRegistry> meters) {
+        return new IdempotencyEvents(meters.getIfAvailable(() -> Metrics.globalRegistry));
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    ProcessWatcher idempotencyProcessWatcher(IdempotencyStore store, IdempotencyProperties properties,
+            ObjectProvider<WebClient.Builder> webClients) {
+        WebClient http = webClients.getIfAvailable(WebClient::builder).build();
+        return new ProcessWatcher(store, http, properties.processPoll().initialDelay(),
+                properties.processPoll().maxDelay());
+    }
+
+    @Bean
+    @ConditionalOnBean(ProcessWatcher.class)
+    ProcessStatusObserver idempotencyProcessStatusObserver(ProcessWatcher watcher) {
+        return new ProcessStatusObserver(watcher);
+    }
+
+    @Bean
     @ConditionalOnBean(IdempotencyStore.class)
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
-            IdempotencyStore store, TenantResolver tenants) {
-        return new IdempotencyGatewayFilterFactory(properties, store, tenants, Clock.systemDefaultZone());
+            IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver) {
+        return new IdempotencyGatewayFilterFactory(properties, store, tenants, Clock.systemDefaultZone(), events,
+                processes, statusObserver);
     }
 }

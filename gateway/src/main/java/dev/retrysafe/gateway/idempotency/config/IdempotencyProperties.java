@@ -29,10 +29,25 @@ public record IdempotencyProperties(
         @DefaultValue("1MB") DataSize maxStoredResponseBytes,
         @DefaultValue("1s") Duration storeTimeout,
         @DefaultValue("1s") Duration retryAfter,
+        @DefaultValue("false") boolean upstreamHonoursKey,
+        @DefaultValue("reject") StoreUnavailable storeUnavailable,
+        @DefaultValue ProcessPoll processPoll,
         @DefaultValue EmbeddedRedis embeddedRedis) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
+    }
+
+    /** What a guarded route does while Redis cannot be reached. */
+    public enum StoreUnavailable {
+        /** Fail closed: 503 with Retry-After, the upstream is not called. */
+        REJECT,
+        /** Pass requests to the upstream unprotected, each one logged and counted. */
+        FORWARD
+    }
+
+    /** How the gateway polls the status of a process that nobody asks about. */
+    public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay) {
     }
 
     /** A Redis server started with the gateway, for zero-setup runs; never on unless asked for. */

@@ -11,7 +11,11 @@ import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 public sealed interface Decision {
 
     /** Same key, same fingerprint, final result stored: answer with it, the upstream is not called. */
-    record Replay(StoredResponse response) implements Decision {}
+    record Replay(StoredResponse response, boolean processEnded) implements Decision {
+        public Replay(StoredResponse response) {
+            this(response, false);
+        }
+    }
 
     /** Same key, same fingerprint, but the stored result has no body (it exceeded the storage limit). */
     record ReplayUnavailable(int originalStatus) implements Decision {}
@@ -22,16 +26,22 @@ public sealed interface Decision {
     /** Same key and payload, the first request is still being processed. */
     record InFlight() implements Decision {}
 
+    /** Same key and payload, but nobody knows whether the first request was acted on: not forwarded again. */
+    record Uncertain() implements Decision {}
+
     static Decision against(IdempotencyRecord existing, Fingerprint request) {
         if (!existing.fingerprint().equals(request)) {
             return new PayloadMismatch();
         }
         return switch (existing.state()) {
             case IN_FLIGHT -> new InFlight();
+            case UNCERTAIN -> new Uncertain();
             case COMPLETED -> {
                 StoredResponse response = existing.response()
                         .orElseThrow(() -> new IllegalStateException("A completed record without its response"));
-                yield response.bodyOmitted() ? new ReplayUnavailable(response.status()) : new Replay(response);
+                yield response.bodyOmitted()
+                        ? new ReplayUnavailable(response.status())
+                        : new Replay(response, existing.processEnded());
             }
         };
     }

@@ -8,16 +8,22 @@ import java.util.List;
 /**
  * The answer a replay gives, per the Onboarding contract: a 2xx original comes back with the replay status
  * (200 instead of 202) and without {@code Location}, since nothing new was created; any other final status is
- * replayed as it was. Every replay says so in {@code Idempotency-Replayed: true}.
+ * replayed as it was. Every replay says so in {@code Idempotency-Replayed: true}. Once the process the original
+ * started has ended, {@code Retry-After} goes: there is nothing left to wait for.
  */
 public record ReplayResponse(int status, List<ResponseHeader> headers, byte[] body) {
     public static final String REPLAYED_HEADER = "Idempotency-Replayed";
 
     public static ReplayResponse of(StoredResponse stored, int replayStatus) {
+        return of(stored, replayStatus, false);
+    }
+
+    public static ReplayResponse of(StoredResponse stored, int replayStatus, boolean processEnded) {
         boolean success = stored.isSuccessful();
         List<ResponseHeader> headers = new ArrayList<>(stored.headers().size() + 1);
         for (ResponseHeader header : stored.headers()) {
-            if (header.named(REPLAYED_HEADER) || (success && header.named("Location"))) {
+            if (header.named(REPLAYED_HEADER) || (success && header.named("Location"))
+                    || (processEnded && header.named("Retry-After"))) {
                 continue;
             }
             headers.add(header);

@@ -15,11 +15,13 @@ import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * Streams the upstream's response to the client unchanged while keeping a copy of at most {@code limit} body
  * bytes. Memory per request is bounded by the limit whatever the response size; past it, the copy stops and the
- * result is marked as having no replayable body.
+ * result is marked as having no replayable body. The upstream body is read to its end even if the client goes
+ * away; its end (complete or broken) decides the outcome.
  */
 final class CapturingResponse extends ServerHttpResponseDecorator {
 
@@ -30,16 +32,17 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
 
         Mono<Void> notAResult();
 
-        /** The whole body went to the client; store it. Must not fail. */
+        /** The whole body came from the upstream; store it. Must not fail. */
         Mono<Void> completed(int status, List<ResponseHeader> headers, byte[] body, boolean bodyOmitted);
 
-        /** The body broke off (upstream error or client gone) before it was complete. */
-        void aborted(Throwable cause);
+        /** The upstream body broke off before it was complete. Must not fail. */
+        Mono<Void> aborted(Throwable cause, long bytesSeen);
     }
 
     private final int limit;
     private final Outcome outcome;
     private final AtomicBoolean seen = new AtomicBoolean();
+    private final Sinks.Empty<Void> settled = Sinks.empty();
 
     CapturingResponse(ServerHttpResponse delegate, int limit, Outcome outcome) {
         super(delegate);
@@ -52,45 +55,64 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
         return seen.get();
     }
 
+    /** Completes once the outcome is settled: stored, released or marked uncertain. */
+    Mono<Void> settled() {
+        return settled.asMono();
+    }
+
     @Override
     public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
-        return intercept(copy -> super.writeWith(Flux.from(body).doOnNext(copy::append)),
-                () -> super.writeWith(body));
+        return intercept(body, super::writeWith, () -> super.writeWith(body));
     }
 
     @Override
     public Mono<Void> writeAndFlushWith(Publisher<? extends Publisher<? extends DataBuffer>> body) {
-        return intercept(copy -> super.writeAndFlushWith(Flux.from(body).map(part -> Flux.from(part).doOnNext(copy::append))),
+        return intercept(Flux.from(body).concatMap(part -> part),
+                guarded -> super.writeAndFlushWith(Flux.from(guarded).map(Mono::just)),
                 () -> super.writeAndFlushWith(body));
     }
 
     @Override
     public Mono<Void> setComplete() {
-        return intercept(copy -> super.setComplete(), super::setComplete);
+        return intercept(Flux.empty(), guarded -> Flux.from(guarded).then(super.setComplete()), super::setComplete);
     }
 
     /**
-     * The first write decides: a status that is not a result is released and passed through, a result is written
-     * while copied, then stored. Later writes (none are expected) pass through.
+     * The first write decides: a status that is not a result is released and passed through; a result is written
+     * while copied, and stored when the upstream body ends. Later writes (none are expected) pass through.
      */
-    private Mono<Void> intercept(Function<BoundedCopy, Mono<Void>> copyingWrite, Supplier<Mono<Void>> plainWrite) {
+    private Mono<Void> intercept(Publisher<? extends DataBuffer> body,
+            Function<Publisher<DataBuffer>, Mono<Void>> clientWrite, Supplier<Mono<Void>> plainWrite) {
         if (!seen.compareAndSet(false, true)) {
             return plainWrite.get();
         }
         int status = status();
         if (!outcome.isFinal(status)) {
-            return outcome.notAResult().then(Mono.defer(plainWrite));
+            return outcome.notAResult().doFinally(s -> settled.tryEmitEmpty()).then(Mono.defer(plainWrite));
         }
         List<ResponseHeader> headers = headerSnapshot();
         BoundedCopy copy = new BoundedCopy(limit);
-        return finish(copyingWrite.apply(copy), status, headers, copy);
+        AtomicBoolean upstreamBroke = new AtomicBoolean();
+        DrainingBody guarded = new DrainingBody(Flux.from(body).doOnNext(copy::append),
+                () -> settle(outcome.completed(status, headers, copy.bytes(), copy.overflowed())),
+                error -> {
+                    upstreamBroke.set(true);
+                    settle(outcome.aborted(error, copy.seen()));
+                });
+        return clientWrite.apply(guarded)
+                .onErrorResume(clientGone -> {
+                    if (upstreamBroke.get()) {
+                        // The client must see a broken response, not a short one that looks whole.
+                        return settled().then(Mono.error(clientGone));
+                    }
+                    guarded.drainAlone();
+                    return Mono.empty();
+                })
+                .then(settled());
     }
 
-    private Mono<Void> finish(Mono<Void> write, int status, List<ResponseHeader> headers, BoundedCopy copy) {
-        return write
-                .doOnError(outcome::aborted)
-                .doOnCancel(() -> outcome.aborted(null))
-                .then(Mono.defer(() -> outcome.completed(status, headers, copy.bytes(), copy.overflowed())));
+    private void settle(Mono<Void> outcomeWork) {
+        outcomeWork.doFinally(signal -> settled.tryEmitEmpty()).subscribe();
     }
 
     private int status() {
@@ -109,6 +131,7 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
         private final int limit;
         private byte[] bytes = new byte[0];
         private int size;
+        private long seen;
         private boolean overflowed;
 
         BoundedCopy(int limit) {
@@ -116,10 +139,11 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
         }
 
         synchronized void append(DataBuffer buffer) {
+            int readable = buffer.readableByteCount();
+            seen += readable;
             if (overflowed) {
                 return;
             }
-            int readable = buffer.readableByteCount();
             if (size + readable > limit) {
                 overflowed = true;
                 bytes = new byte[0];
@@ -146,6 +170,10 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
 
         synchronized boolean overflowed() {
             return overflowed;
+        }
+
+        synchronized long seen() {
+            return seen;
         }
     }
 }

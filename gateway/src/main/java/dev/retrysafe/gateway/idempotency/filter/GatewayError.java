@@ -47,8 +47,21 @@ public record GatewayError(int status, String message, Optional<Duration> retryA
                 + "Retry with the same key.", Optional.of(retryAfter));
     }
 
-    public static GatewayError outcomeUnknown() {
+    public static GatewayError outcomeUnknownTimeout() {
         return new GatewayError(504, "The upstream service did not answer in time; the outcome of the request is "
                 + "unknown. Retry with the same key and payload; do not use a new key.", Optional.empty());
+    }
+
+    public static GatewayError outcomeUnknownBroken() {
+        return new GatewayError(502, "The connection to the upstream service broke after the request was sent; the "
+                + "outcome of the request is unknown. Retry with the same key and payload; do not use a new key.",
+                Optional.empty());
+    }
+
+    public static GatewayError uncertainRetry(Duration retryAfter) {
+        return new GatewayError(409, "The outcome of the original request with this idempotency key is unknown "
+                + "(it was sent, but no complete answer came back), so it is not sent again. Check the resource's "
+                + "state, or retry later with the same key and payload once it has been reconciled.",
+                Optional.of(retryAfter));
     }
 }

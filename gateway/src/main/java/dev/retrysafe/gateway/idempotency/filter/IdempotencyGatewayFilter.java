@@ -5,19 +5,27 @@ import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.key.KeyCheck;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.net.ConnectException;
+import java.net.URI;
 import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
@@ -26,19 +34,22 @@ import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
 import org.springframework.cloud.gateway.route.Route;
 import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
-import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
 
 /**
  * The {@code Idempotency} route filter. A request's walk: key check, body read and fingerprint, atomic
  * reservation, then either the upstream (response streamed to the client and captured, then stored) or an answer
- * from the store (replay, mismatch, in flight). Ordered before {@link NettyWriteResponseFilter} so that the
- * upstream response passes through the capturing decorator.
+ * from the store (replay, mismatch, in flight, uncertain). Ordered before {@link NettyWriteResponseFilter} so
+ * that the upstream response passes through the capturing decorator.
  */
 public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
@@ -49,12 +60,17 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private final TenantResolver tenants;
     private final GatewayResponses responses;
     private final Clock clock;
+    private final IdempotencyEvents events;
+    private final ProcessWatcher processes;
 
-    public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock) {
+    public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
+            IdempotencyEvents events, ProcessWatcher processes) {
         this.policy = policy;
         this.store = store;
         this.tenants = tenants;
         this.clock = clock;
+        this.events = events;
+        this.processes = processes;
         this.responses = new GatewayResponses(clock);
     }
 
@@ -84,7 +100,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
                     .flatMap(tenant -> new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
-                            routeId(exchange), key), fingerprint(request, body.bytes()), body.bytes()).attempt());
+                            route(exchange).map(Route::getId).orElse(""), key), fingerprint(request, body.bytes()),
+                            body.bytes()).attempt());
         });
     }
 
@@ -109,9 +126,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 request.getURI().getRawQuery(), contentType == null ? null : contentType.toString(), body);
     }
 
-    private static String routeId(ServerWebExchange exchange) {
-        Route route = exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR);
-        return route == null ? "" : route.getId();
+    private static Optional<Route> route(ServerWebExchange exchange) {
+        return Optional.ofNullable(exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR));
     }
 
     private record RequestBody(byte[] bytes, boolean tooLarge) {
@@ -133,6 +149,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         private final byte[] body;
         private final OwnerToken owner = OwnerToken.random();
         private final long waitDeadline;
+        private final String upstream;
 
         GuardedRequest(ServerWebExchange exchange, GatewayFilterChain chain, IdempotencyScope scope,
                 Fingerprint fingerprint, byte[] body) {
@@ -142,20 +159,27 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             this.fingerprint = fingerprint;
             this.body = body;
             this.waitDeadline = clock.millis() + policy.inFlightWait().toMillis();
+            this.upstream = route(exchange).map(Route::getUri).map(URI::toString).orElse("");
         }
 
         Mono<Void> attempt() {
             return reserve().flatMap(this::answer)
                     .onErrorResume(StoreUnavailable.class, e -> {
-                        log.warn("Idempotency store unavailable, refusing {} {} (scope {}): {}",
-                                exchange.getRequest().getMethod(), exchange.getRequest().getPath(), scope.hash(),
-                                e.getCause().toString());
+                        if (policy.forwardWhenStoreUnavailable()) {
+                            events.forwardedUnprotected(scope, e.getCause());
+                            return chain.filter(exchange.mutate().request(new CachedBodyRequest(exchange.getRequest(),
+                                    body, exchange.getResponse().bufferFactory())).build());
+                        }
+                        events.storeUnavailable(scope, e.getCause());
                         return responses.error(exchange, GatewayError.storeUnavailable(policy.retryAfter()));
                     });
         }
 
         private Mono<Reservation> reserve() {
-            return store.reserve(scope, fingerprint, owner, policy.inFlightLease(), remainingWait().toMillis() > 0)
+            ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
+                    policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0,
+                    policy.upstreamHonoursKey());
+            return store.reserve(request)
                     .timeout(policy.storeTimeout())
                     .onErrorMap(StoreUnavailable::new);
         }
@@ -164,7 +188,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             if (reservation instanceof Reservation.Taken taken) {
                 Decision decision = Decision.against(taken.existing(), fingerprint);
                 if (decision instanceof Decision.Replay replay) {
-                    return responses.replay(exchange, ReplayResponse.of(replay.response(), policy.replayStatus()));
+                    return responses.replay(exchange,
+                            ReplayResponse.of(replay.response(), policy.replayStatus(), replay.processEnded()));
                 }
                 if (decision instanceof Decision.ReplayUnavailable unavailable) {
                     return responses.error(exchange, GatewayError.replayUnavailable(unavailable.originalStatus(),
@@ -173,14 +198,17 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 if (decision instanceof Decision.PayloadMismatch) {
                     return responses.error(exchange, GatewayError.payloadMismatch());
                 }
+                if (decision instanceof Decision.Uncertain) {
+                    return responses.error(exchange, GatewayError.uncertainRetry(policy.retryAfter()));
+                }
                 return awaitSettle();
             }
             return forward();
         }
 
         /**
-         * Waits, holding no thread, for the in-flight request to be completed or released, then asks again. The
-         * waiter is registered before the second look, so a settle between the two cannot be missed.
+         * Waits, holding no thread, for the in-flight request to be settled, then asks again. The waiter is
+         * registered before the second look, so a settle between the two cannot be missed.
          */
         private Mono<Void> awaitSettle() {
             Duration left = remainingWait();
@@ -208,17 +236,33 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return Duration.ofMillis(Math.max(0, waitDeadline - clock.millis()));
         }
 
+        /**
+         * Forwards the request. The exchange with the upstream is detached from the client's connection: a client
+         * that hangs up does not cancel it, so its result is still stored for the retry. The lease is renewed for
+         * as long as the exchange lasts.
+         */
         private Mono<Void> forward() {
-            log.debug("Reserved scope {}; forwarding", scope.hash());
             CachedBodyRequest request = new CachedBodyRequest(exchange.getRequest(), body,
                     exchange.getResponse().bufferFactory());
             CapturingResponse response = new CapturingResponse(exchange.getResponse(),
                     policy.maxStoredResponseBytes(), this);
             ServerWebExchange forwarded = exchange.mutate().request(request).response(response).build();
-            return chain.filter(forwarded)
+            Mono<Void> exchangeWithUpstream = chain.filter(forwarded)
                     // Nothing reached the response (a later filter answered on its own): there is no result.
-                    .then(Mono.defer(() -> response.outcomeSeen() ? Mono.empty() : releaseQuietly()))
+                    .then(Mono.defer(() -> response.outcomeSeen() ? response.settled() : release()))
                     .onErrorResume(e -> upstreamFailed(e, response));
+            Mono<Void> renewals = Flux.interval(renewEvery())
+                    .concatMap(tick -> store.renew(scope, owner, policy.inFlightLease())
+                            .timeout(policy.storeTimeout())
+                            .onErrorResume(e -> Mono.just(true)))
+                    .takeWhile(stillOurs -> stillOurs)
+                    .then();
+            return detached(Mono.firstWithSignal(exchangeWithUpstream, renewals.then(Mono.never())));
+        }
+
+        private Duration renewEvery() {
+            return policy.inFlightLease().dividedBy(3).isZero() ? Duration.ofMillis(1)
+                    : policy.inFlightLease().dividedBy(3);
         }
 
         private Mono<Void> upstreamFailed(Throwable error, CapturingResponse response) {
@@ -226,13 +270,16 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 return Mono.error(error);
             }
             if (neverSent(error)) {
-                log.info("Upstream unreachable for scope {}: {}; reservation released", scope.hash(), error.toString());
-                return releaseQuietly().then(responses.error(exchange,
+                events.upstreamUnreachable(scope, error);
+                return release().then(responses.error(exchange,
                         GatewayError.upstreamUnreachable(policy.retryAfter())));
             }
-            // Sent, but no answer: the upstream may have acted. The reservation stays until its lease ends.
-            log.warn("Outcome unknown for scope {}: {}", scope.hash(), error.toString());
-            return responses.error(exchange, GatewayError.outcomeUnknown());
+            boolean timedOut = timedOut(error);
+            String reason = timedOut
+                    ? "no response within the gateway's response timeout after the request was sent"
+                    : "connection failed after the request was sent, before a response: " + error;
+            return markUncertain(reason).then(responses.error(exchange,
+                    timedOut ? GatewayError.outcomeUnknownTimeout() : GatewayError.outcomeUnknownBroken()));
         }
 
         @Override
@@ -242,7 +289,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
         @Override
         public Mono<Void> notAResult() {
-            return releaseQuietly();
+            return release();
         }
 
         @Override
@@ -250,30 +297,47 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 boolean bodyOmitted) {
             StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers),
                     responseBody, bodyOmitted);
-            log.debug("Storing {} for scope {}", stored, scope.hash());
-            return detached(store.complete(scope, owner, stored, policy.retention())
+            Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
+            Optional<String> processId = tracking.flatMap(t -> t.processId(responseBody));
+            boolean processAlreadyEnded = processId.isPresent() && tracking.get().terminalStatus(responseBody).isPresent();
+            Optional<String> unfinishedProcess = processAlreadyEnded ? Optional.empty() : processId;
+            Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
+            Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
+            return detached(store.complete(completion)
                     .timeout(policy.storeTimeout())
-                    .doOnNext(storedIt -> {
-                        if (!storedIt) {
-                            log.warn("Response for scope {} not stored: the reservation was no longer ours "
-                                    + "(lease of {} expired?)", scope.hash(), policy.inFlightLease());
-                        }
-                    })
+                    .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
+                    .doOnNext(result -> events.stored(scope, status, result))
+                    .flatMap(result -> result != CompletionResult.NOT_OWNER && unfinishedProcess.isPresent()
+                            ? processes.watch(scope, unfinishedProcess.get(), tracking.get(), upstream,
+                                    policy.retention()).thenReturn(result)
+                            : Mono.just(result))
                     .onErrorResume(e -> {
-                        log.error("Response for scope {} (status {}) could not be stored: {}", scope.hash(), status,
-                                e.toString());
-                        return Mono.just(false);
+                        events.storeLost(scope, status, e);
+                        return Mono.just(CompletionResult.NOT_OWNER);
                     }))
                     .then();
         }
 
         @Override
-        public void aborted(Throwable cause) {
-            log.warn("Response for scope {} broke off before it was complete ({}); outcome unknown", scope.hash(),
-                    cause == null ? "cancelled" : cause.toString());
+        public Mono<Void> aborted(Throwable cause, long bytesSeen) {
+            return markUncertain("the response broke off after " + bytesSeen + " body bytes"
+                    + (cause == null ? "" : ": " + cause));
         }
 
-        private Mono<Void> releaseQuietly() {
+        private Mono<Void> markUncertain(String reason) {
+            return detached(store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
+                    .timeout(policy.storeTimeout())
+                    .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+                    .doOnNext(marked -> events.uncertain(scope, reason))
+                    .onErrorResume(e -> {
+                        log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
+                                + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
+                        return Mono.just(false);
+                    }))
+                    .then();
+        }
+
+        private Mono<Void> release() {
             return detached(store.release(scope, owner)
                     .timeout(policy.storeTimeout())
                     .onErrorResume(e -> {
@@ -286,10 +350,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     }
 
     /**
-     * Runs a store call to its end even when the exchange is cancelled: a client that closes its connection right
-     * after reading the response (as curl does) must not leave the record in flight.
+     * Runs work to its end even when the exchange is cancelled: neither a client that closes its connection
+     * right after the response (as curl does) nor one that hangs up early may cut short the upstream exchange or
+     * the store call that follows it.
      */
-    private static <T> Mono<T> detached(Mono<T> work) {
+    static <T> Mono<T> detached(Mono<T> work) {
         return Mono.defer(() -> Mono.fromFuture(work.toFuture(), true));
     }
 
@@ -297,6 +362,16 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     static boolean neverSent(Throwable error) {
         for (Throwable cause = error; cause != null; cause = cause.getCause()) {
             if (cause instanceof ConnectException || cause instanceof UnknownHostException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static boolean timedOut(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (cause instanceof TimeoutException || (cause instanceof ResponseStatusException status
+                    && status.getStatusCode().value() == HttpStatus.GATEWAY_TIMEOUT.value())) {
                 return true;
             }
         }

@@ -5,6 +5,9 @@ import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
@@ -13,6 +16,7 @@ import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
@@ -35,19 +39,31 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final IdempotencyStore store;
     private final TenantResolver tenants;
     private final Clock clock;
+    private final IdempotencyEvents events;
+    private final ProcessWatcher processes;
+    private final ProcessStatusObserver statusObserver;
 
     public IdempotencyGatewayFilterFactory(IdempotencyProperties defaults, IdempotencyStore store,
-            TenantResolver tenants, Clock clock) {
+            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
         this.tenants = tenants;
         this.clock = clock;
+        this.events = events;
+        this.processes = processes;
+        this.statusObserver = statusObserver;
     }
 
     @Override
     public GatewayFilter apply(Config config) {
-        return new IdempotencyGatewayFilter(policy(config), store, tenants, clock);
+        RoutePolicy policy = policy(config);
+        if (config.getRouteId() != null) {
+            policy.processTracking().ifPresent(tracking ->
+                    statusObserver.register(config.getRouteId(), tracking, policy.retention()));
+        }
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes);
     }
 
     RoutePolicy policy(Config c) {
@@ -70,7 +86,21 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 bytes("max-request-bytes", or(c.getMaxRequestBytes(), defaults.maxRequestBytes())),
                 bytes("max-stored-response-bytes", or(c.getMaxStoredResponseBytes(), defaults.maxStoredResponseBytes())),
                 defaults.storeTimeout(),
-                defaults.retryAfter());
+                defaults.retryAfter(),
+                or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
+                processTracking(c),
+                defaults.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD);
+    }
+
+    private static Optional<ProcessTracking> processTracking(Config c) {
+        if (c.getProcessStatusUri() == null) {
+            return Optional.empty();
+        }
+        return Optional.of(new ProcessTracking(c.getProcessStatusUri(),
+                or(c.getProcessIdPointer(), "/processId"),
+                or(c.getProcessStatusPointer(), "/status"),
+                new LinkedHashSet<>(or(c.getProcessTerminalValues(), List.of("COMPLETED", "FAILED"))),
+                or(c.getProcessMaxRetention(), Duration.ofDays(7))));
     }
 
     private static int bytes(String name, DataSize size) {
@@ -85,7 +115,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     }
 
     /** Route args; null means "use the {@code idempotency.*} default". */
-    public static class Config {
+    public static class Config implements org.springframework.cloud.gateway.support.HasRouteId {
+        private String routeId;
         private String keyHeader;
         private Integer keyMinLength;
         private Integer keyMaxLength;
@@ -99,6 +130,29 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private Set<Integer> releaseOnStatus;
         private DataSize maxRequestBytes;
         private DataSize maxStoredResponseBytes;
+        private Boolean upstreamHonoursKey;
+        private String processStatusUri;
+        private String processIdPointer;
+        private String processStatusPointer;
+        private List<String> processTerminalValues;
+        private Duration processMaxRetention;
+
+        @Override
+        public void setRouteId(String routeId) { this.routeId = routeId; }
+        @Override
+        public String getRouteId() { return routeId; }
+        public Boolean getUpstreamHonoursKey() { return upstreamHonoursKey; }
+        public void setUpstreamHonoursKey(Boolean upstreamHonoursKey) { this.upstreamHonoursKey = upstreamHonoursKey; }
+        public String getProcessStatusUri() { return processStatusUri; }
+        public void setProcessStatusUri(String processStatusUri) { this.processStatusUri = processStatusUri; }
+        public String getProcessIdPointer() { return processIdPointer; }
+        public void setProcessIdPointer(String processIdPointer) { this.processIdPointer = processIdPointer; }
+        public String getProcessStatusPointer() { return processStatusPointer; }
+        public void setProcessStatusPointer(String processStatusPointer) { this.processStatusPointer = processStatusPointer; }
+        public List<String> getProcessTerminalValues() { return processTerminalValues; }
+        public void setProcessTerminalValues(List<String> processTerminalValues) { this.processTerminalValues = processTerminalValues; }
+        public Duration getProcessMaxRetention() { return processMaxRetention; }
+        public void setProcessMaxRetention(Duration processMaxRetention) { this.processMaxRetention = processMaxRetention; }
 
         public String getKeyHeader() { return keyHeader; }
         public void setKeyHeader(String keyHeader) { this.keyHeader = keyHeader; }

@@ -3,8 +3,10 @@ package dev.retrysafe.gateway.idempotency.filter;
 import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 
 /** One route's settings, resolved from its filter args and the global defaults, validated once at startup. */
@@ -22,7 +24,10 @@ public record RoutePolicy(
         int maxRequestBytes,
         int maxStoredResponseBytes,
         Duration storeTimeout,
-        Duration retryAfter) {
+        Duration retryAfter,
+        boolean upstreamHonoursKey,
+        Optional<ProcessTracking> processTracking,
+        boolean forwardWhenStoreUnavailable) {
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
@@ -41,6 +46,11 @@ public record RoutePolicy(
         if (maxRequestBytes < 0 || maxStoredResponseBytes < 0) {
             throw new IllegalArgumentException("byte limits must not be negative");
         }
+    }
+
+    /** How long an unsettled record may exist: an uncertain one is kept as long as a result would be. */
+    public Duration unsettledRecordTtl() {
+        return retention.plus(inFlightLease);
     }
 
     public boolean guards(String method) {

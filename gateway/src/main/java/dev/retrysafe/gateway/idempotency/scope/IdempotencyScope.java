@@ -59,6 +59,16 @@ public final class IdempotencyScope {
         return Objects.hash(tenant, routeId, key);
     }
 
+    /** SHA-256 of the tenant alone, base64url: lets operators list one tenant's records without storing it raw. */
+    public String tenantHash() {
+        return tenantHash(tenant);
+    }
+
+    public static String tenantHash(String tenant) {
+        byte[] digest = new PartsDigest().add("tenant").add(tenant).digest();
+        return Base64.getUrlEncoder().withoutPadding().encodeToString(digest).substring(0, 22);
+    }
+
     /** Shows the hash only: the tenant and the key must never reach logs. */
     @Override
     public String toString() {

@@ -1,6 +1,5 @@
 package dev.retrysafe.gateway.idempotency.store;
 
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
@@ -8,27 +7,48 @@ import reactor.core.publisher.Mono;
 
 /**
  * Where idempotency records live. Every operation is one atomic step on the server side: there is no
- * read-then-write anywhere, so two gateway instances cannot both win a key.
+ * read-then-write anywhere, so two gateway instances cannot both win a key, and only the owner of a reservation
+ * can settle it.
  */
 public interface IdempotencyStore {
 
     /**
-     * Reserves the scope for {@code owner} with a lease, or returns the record already there. The stored response
-     * is only returned when the fingerprints match. {@code willWait} tells the store that the caller will wait for
-     * the in-flight request to settle, so that settling it wakes the caller up.
+     * Reserves the scope for the request's owner, or returns the record already there. The stored response is only
+     * returned when the fingerprints match. An in-flight record whose lease lapsed turns UNCERTAIN here.
      */
-    Mono<Reservation> reserve(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
-            boolean willWait);
+    Mono<Reservation> reserve(ReservationRequest request);
 
-    /** Stores the final response if {@code owner} still holds the reservation; emits whether it did. */
-    Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response, Duration retention);
+    /** Extends the owner's lease while its upstream exchange lasts; emits whether the owner still holds it. */
+    Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease);
 
-    /** Frees the reservation if {@code owner} still holds it; emits whether it did. */
+    /** Stores the final response if the owner still holds the reservation (or the record vanished). */
+    Mono<CompletionResult> complete(Completion completion);
+
+    /** Frees the reservation if the owner still holds it; emits whether it did. */
     Mono<Boolean> release(IdempotencyScope scope, OwnerToken owner);
 
+    /** Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer. Emits whether it did. */
+    Mono<Boolean> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
+
+    /** Remembers which record a process id belongs to, so that its end can be recorded from anywhere. */
+    Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl);
+
+    /** Records that a linked process ended: from now on the record lives {@code retention}. */
+    Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention);
+
     /**
-     * Registers interest in the scope being completed or released; the returned waiter fires when that happens
-     * (on this instance or another one), and must be closed when no longer needed.
+     * Registers interest in the scope being completed, released or made uncertain; the returned waiter fires when
+     * that happens (on this instance or another one), and must be closed when no longer needed.
      */
     SettleWaiter awaitSettle(IdempotencyScope scope);
+
+    /** What {@link #complete} did. */
+    enum CompletionResult {
+        /** Stored over the owner's reservation. */
+        STORED,
+        /** The record had vanished (Redis lost it); stored anew. */
+        RESTORED,
+        /** Someone else owns the record, or it is already settled: nothing written. */
+        NOT_OWNER
+    }
 }

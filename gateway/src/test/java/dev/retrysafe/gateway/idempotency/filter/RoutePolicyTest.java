@@ -38,7 +38,7 @@ class RoutePolicyTest {
         RoutePolicy build() {
             return new RoutePolicy(keyHeader, KEY_POLICY, methods, FINGERPRINTER, replayStatus, STORABLE,
                     inFlightWait, inFlightLease, retention, OUTCOMES, maxRequestBytes, maxStoredResponseBytes,
-                    storeTimeout, retryAfter);
+                    storeTimeout, retryAfter, false, java.util.Optional.empty(), false);
         }
     }
 

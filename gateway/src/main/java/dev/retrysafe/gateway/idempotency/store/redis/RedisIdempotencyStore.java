@@ -5,13 +5,14 @@ import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -27,51 +28,96 @@ import reactor.core.publisher.Mono;
  */
 public final class RedisIdempotencyStore implements IdempotencyStore {
     public static final String KEY_PREFIX = "idempotency:";
+    public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
     public static final String SETTLED_CHANNEL = "idempotency:settled";
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> RESERVE = script("idempotency_reserve.lua", List.class);
     private static final RedisScript<Long> COMPLETE = script("idempotency_complete.lua", Long.class);
     private static final RedisScript<Long> RELEASE = script("idempotency_release.lua", Long.class);
-    private static final byte[] WAIT = bytes("1");
-    private static final byte[] NO_WAIT = bytes("0");
+    private static final RedisScript<Long> RENEW = script("idempotency_renew.lua", Long.class);
+    private static final RedisScript<Long> UNCERTAIN = script("idempotency_uncertain.lua", Long.class);
+    private static final RedisScript<Long> PROCESS_ENDED = script("idempotency_process_ended.lua", Long.class);
+    private static final byte[] YES = bytes("1");
+    private static final byte[] NO = bytes("0");
     private static final byte[] CHANNEL = bytes(SETTLED_CHANNEL);
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
-    private final Clock clock;
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals, Clock clock) {
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
         this.redis = redis;
         this.signals = signals;
-        this.clock = clock;
     }
 
     public static String recordKey(IdempotencyScope scope) {
-        return KEY_PREFIX + "{" + scope.hash() + "}";
+        return recordKey(scope.hash());
+    }
+
+    public static String recordKey(String scopeHash) {
+        return KEY_PREFIX + "{" + scopeHash + "}";
+    }
+
+    static String processKey(String routeId, String processId) {
+        return PROCESS_KEY_PREFIX + routeId + ":" + processId;
     }
 
     @Override
-    public Mono<Reservation> reserve(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner,
-            Duration lease, boolean willWait) {
-        List<byte[]> args = List.of(bytes(fingerprint.hex()), bytes(owner.value()), millis(lease), now(),
-                willWait ? WAIT : NO_WAIT);
+    public Mono<Reservation> reserve(ReservationRequest r) {
+        IdempotencyScope scope = r.scope();
+        List<byte[]> args = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
+                r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
+                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()));
         return redis.execute(RESERVE, List.of(recordKey(scope)), args).next()
-                .map(reply -> toReservation(reply, owner));
+                .map(reply -> toReservation(reply, r.owner()));
     }
 
     @Override
-    public Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response,
-            Duration retention) {
-        List<byte[]> args = List.of(bytes(owner.value()), StoredResponseCodec.encode(response), millis(retention),
-                now(), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next());
+    public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
+        return redis.execute(RENEW, List.of(recordKey(scope)), List.of(bytes(owner.value()), millis(lease))).next()
+                .map(changed -> changed == 1L);
+    }
+
+    @Override
+    public Mono<CompletionResult> complete(Completion c) {
+        IdempotencyScope scope = c.scope();
+        String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
+        List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response()),
+                bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
+                CHANNEL, bytes(scope.hash()), bytes(identity));
+        return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next())
+                .map(result -> switch (result.intValue()) {
+                    case 1 -> CompletionResult.STORED;
+                    case 2 -> CompletionResult.RESTORED;
+                    default -> CompletionResult.NOT_OWNER;
+                });
     }
 
     @Override
     public Mono<Boolean> release(IdempotencyScope scope, OwnerToken owner) {
         List<byte[]> args = List.of(bytes(owner.value()), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope)), args).next());
+        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope)), args).next()).map(r -> r == 1L);
+    }
+
+    @Override
+    public Mono<Boolean> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+        List<byte[]> args = List.of(bytes(owner.value()), bytes(reason), millis(ttl), CHANNEL, bytes(scope.hash()));
+        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope)), args).next()).map(r -> r == 1L);
+    }
+
+    @Override
+    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+        return redis.opsForValue().set(processKey(routeId, processId), bytes(scope.hash()), ttl).then();
+    }
+
+    @Override
+    public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
+        return redis.opsForValue().get(processKey(routeId, processId))
+                .map(hash -> new String(hash, StandardCharsets.UTF_8))
+                .flatMap(scopeHash -> redis.execute(PROCESS_ENDED, List.of(recordKey(scopeHash)),
+                        List.of(bytes(processId), bytes(terminalValue), millis(retention))).next())
+                .map(changed -> changed == 1L)
+                .defaultIfEmpty(false);
     }
 
     @Override
@@ -79,10 +125,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         return signals.register(scope.hash());
     }
 
-    private Mono<Boolean> settle(IdempotencyScope scope, Mono<Long> script) {
+    private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {
         // Waiters on this instance need not wait for the pub/sub round trip.
-        return script.map(changed -> changed == 1L).doOnNext(changed -> {
-            if (changed) {
+        return script.doOnNext(changed -> {
+            if (changed != 0L) {
                 signals.signal(scope.hash());
             }
         });
@@ -98,22 +144,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         Optional<StoredResponse> response = reply.size() > 2
                 ? Optional.of(StoredResponseCodec.decode((byte[]) reply.get(2)))
                 : Optional.empty();
-        return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprint, response));
+        boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));
+        return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprint, response, processEnded));
     }
 
     private static String text(Object element) {
         return element instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(element);
     }
 
-    private byte[] now() {
-        return bytes(Long.toString(clock.millis()));
-    }
-
     private static byte[] millis(Duration duration) {
         return bytes(Long.toString(Math.max(1, duration.toMillis())));
     }
 
-    private static byte[] bytes(String value) {
+    static byte[] bytes(String value) {
         return value.getBytes(StandardCharsets.UTF_8);
     }
 

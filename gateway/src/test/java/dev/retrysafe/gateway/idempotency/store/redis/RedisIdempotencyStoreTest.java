@@ -9,15 +9,18 @@ import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -54,7 +57,7 @@ class RedisIdempotencyStoreTest {
         RedisSerializationContext<String, byte[]> context = RedisSerializationContext
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray()).key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string()).build();
-        store = new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connections, context), signals, Clock.systemUTC());
+        store = new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connections, context), signals);
         strings = new ReactiveStringRedisTemplate(connections);
     }
 
@@ -73,11 +76,38 @@ class RedisIdempotencyStoreTest {
                 body.getBytes(StandardCharsets.UTF_8), false);
     }
 
+    static Mono<Reservation> reserve(IdempotencyScope scope, Fingerprint fp, OwnerToken owner, Duration lease,
+            boolean wait) {
+        return store.reserve(new ReservationRequest(scope, fp, owner, lease, RETENTION, "http://upstream", wait, false));
+    }
+
+    static Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
+        return store.complete(new Completion(scope, owner, FP, "http://upstream", response, RETENTION, Optional.empty()))
+                .map(result -> result != CompletionResult.NOT_OWNER);
+    }
+
+    static RecordState state(IdempotencyScope scope) {
+        Reservation look = reserve(scope, FP, OwnerToken.random(), LEASE, false).block();
+        return look instanceof Reservation.Taken taken ? taken.existing().state() : null;
+    }
+
+    static String field(IdempotencyScope scope, String field) {
+        return strings.<String, String>opsForHash().get(RedisIdempotencyStore.recordKey(scope), field).block();
+    }
+
+    static void awaitLeaseLapse(IdempotencyScope scope) {
+        // Redis's own clock decides the lapse: poll (bounded) until its TIME passes lease_until.
+        long leaseUntil = Long.parseLong(field(scope, "lease_until"));
+        Flux.interval(Duration.ofMillis(10))
+                .concatMap(t -> strings.execute(c -> c.serverCommands().time()).next())
+                .filter(now -> now > leaseUntil).next().block(Duration.ofSeconds(5));
+    }
+
     @Test
     void exactlyOneOfManyConcurrentReservationsWins() {
         IdempotencyScope scope = newScope();
         List<Reservation> outcomes = Flux.range(0, 200)
-                .flatMap(i -> store.reserve(scope, FP, OwnerToken.random(), LEASE, false)
+                .flatMap(i -> reserve(scope, FP, OwnerToken.random(), LEASE, false)
                         .subscribeOn(Schedulers.parallel()), 200)
                 .collectList().block(Duration.ofSeconds(10));
         assertThat(outcomes).filteredOn(r -> r instanceof Reservation.Reserved).hasSize(1);
@@ -86,30 +116,31 @@ class RedisIdempotencyStoreTest {
     }
 
     @Test
-    void theReservationHoldsALeaseAndCompletionSetsRetention() {
+    void anInFlightRecordOutlivesItsLeaseAndCompletionSetsRetention() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        store.reserve(scope, FP, owner, LEASE, false).block();
-        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
-                .isBetween(LEASE.minusSeconds(2), LEASE);
-        assertThat(store.complete(scope, owner, response("done"), RETENTION).block()).isTrue();
+        reserve(scope, FP, owner, LEASE, false).block();
         assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
                 .isBetween(RETENTION.minusSeconds(2), RETENTION);
+        assertThat(complete(scope, owner, response("done")).block()).isTrue();
+        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+                .isBetween(RETENTION.minusSeconds(2), RETENTION);
+        assertThat(field(scope, "status")).isEqualTo("202");
     }
 
     @Test
     void aCompletedRecordReplaysOnlyForTheSameFingerprint() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        store.reserve(scope, FP, owner, LEASE, false).block();
-        store.complete(scope, owner, response("done"), RETENTION).block();
+        reserve(scope, FP, owner, LEASE, false).block();
+        complete(scope, owner, response("done")).block();
 
-        Reservation same = store.reserve(scope, FP, OwnerToken.random(), LEASE, false).block();
+        Reservation same = reserve(scope, FP, OwnerToken.random(), LEASE, false).block();
         assertThat(same).isInstanceOfSatisfying(Reservation.Taken.class, taken -> {
             assertThat(taken.existing().state()).isEqualTo(RecordState.COMPLETED);
             assertThat(taken.existing().response()).contains(response("done"));
         });
-        Reservation other = store.reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block();
+        Reservation other = reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block();
         assertThat(other).isInstanceOfSatisfying(Reservation.Taken.class, taken -> {
             assertThat(taken.existing().fingerprint()).isEqualTo(FP);
             assertThat(taken.existing().response()).as("never sent for another payload").isEmpty();
@@ -117,20 +148,20 @@ class RedisIdempotencyStoreTest {
     }
 
     @Test
-    void aForeignOwnerCanNeitherCompleteNorReleaseAReservation() {
+    void aForeignOwnerCanNeitherCompleteReleaseRenewNorMarkAReservation() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         OwnerToken intruder = OwnerToken.random();
-        store.reserve(scope, FP, owner, LEASE, false).block();
+        reserve(scope, FP, owner, LEASE, false).block();
 
-        assertThat(store.complete(scope, intruder, response("forged"), RETENTION).block()).isFalse();
+        assertThat(complete(scope, intruder, response("forged")).block()).isFalse();
         assertThat(store.release(scope, intruder).block()).isFalse();
-        assertThat(store.reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
-                .isInstanceOfSatisfying(Reservation.Taken.class,
-                        taken -> assertThat(taken.existing().state()).isEqualTo(RecordState.IN_FLIGHT));
+        assertThat(store.renew(scope, intruder, LEASE).block()).isFalse();
+        assertThat(store.markUncertain(scope, intruder, "forged", RETENTION).block()).isFalse();
+        assertThat(state(scope)).isEqualTo(RecordState.IN_FLIGHT);
 
-        assertThat(store.complete(scope, owner, response("genuine"), RETENTION).block()).isTrue();
-        assertThat(((Reservation.Taken) store.reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+        assertThat(complete(scope, owner, response("genuine")).block()).isTrue();
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
                 .existing().response()).contains(response("genuine"));
     }
 
@@ -138,37 +169,104 @@ class RedisIdempotencyStoreTest {
     void aLateWriterCannotOverwriteACompletedRecordNorFreeIt() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        store.reserve(scope, FP, owner, LEASE, false).block();
-        store.complete(scope, owner, response("first"), RETENTION).block();
+        reserve(scope, FP, owner, LEASE, false).block();
+        complete(scope, owner, response("first")).block();
 
         // Even the former owner, arriving late (a duplicate completion), changes nothing.
-        assertThat(store.complete(scope, owner, response("second"), RETENTION).block()).isFalse();
+        assertThat(complete(scope, owner, response("second")).block()).isFalse();
         assertThat(store.release(scope, owner).block()).isFalse();
-        assertThat(((Reservation.Taken) store.reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
                 .existing().response()).contains(response("first"));
     }
 
     @Test
-    void aLapsedLeaseCannotBeCompletedByItsFormerOwnerOnceSomeoneElseReserved() {
+    void aLapsedLeaseMakesTheRecordUncertainNotFree() {
         IdempotencyScope scope = newScope();
         OwnerToken first = OwnerToken.random();
-        store.reserve(scope, FP, first, Duration.ofMillis(50), false).block();
-        Flux.interval(Duration.ofMillis(20)).concatMap(t -> strings.hasKey(RedisIdempotencyStore.recordKey(scope)))
-                .filter(exists -> !exists).next().block(Duration.ofSeconds(5));
-        OwnerToken second = OwnerToken.random();
-        assertThat(store.reserve(scope, FP, second, LEASE, false).block()).isInstanceOf(Reservation.Reserved.class);
+        reserve(scope, FP, first, Duration.ofMillis(50), false).block();
+        awaitLeaseLapse(scope);
 
-        assertThat(store.complete(scope, first, response("stale"), RETENTION).block()).isFalse();
-        assertThat(store.complete(scope, second, response("fresh"), RETENTION).block()).isTrue();
+        assertThat(reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .isInstanceOfSatisfying(Reservation.Taken.class,
+                        taken -> assertThat(taken.existing().state()).isEqualTo(RecordState.UNCERTAIN));
+        assertThat(field(scope, "uncertain_reason")).contains("lease lapsed");
+        assertThat(store.renew(scope, first, LEASE).block()).as("a lapsed lease is not renewed").isFalse();
+        // The original request's real answer, arriving late, settles the doubt.
+        assertThat(complete(scope, first, response("late but real")).block()).isTrue();
+        assertThat(state(scope)).isEqualTo(RecordState.COMPLETED);
+    }
+
+    @Test
+    void renewingKeepsALiveRequestFromBeingTakenOver() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, Duration.ofMillis(300), false).block();
+        long firstLease = Long.parseLong(field(scope, "lease_until"));
+        assertThat(store.renew(scope, owner, Duration.ofSeconds(30)).block()).isTrue();
+        assertThat(Long.parseLong(field(scope, "lease_until"))).isGreaterThan(firstLease + 20_000);
+        assertThat(state(scope)).isEqualTo(RecordState.IN_FLIGHT);
+    }
+
+    @Test
+    void anUncertainRecordIsRetakenOnlyWhenTheUpstreamHonoursTheKey() {
+        IdempotencyScope scope = newScope();
+        OwnerToken first = OwnerToken.random();
+        reserve(scope, FP, first, LEASE, false).block();
+        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block()).isTrue();
+        assertThat(state(scope)).isEqualTo(RecordState.UNCERTAIN);
+
+        OwnerToken second = OwnerToken.random();
+        Reservation retaken = store.reserve(new ReservationRequest(scope, FP, second, LEASE, RETENTION,
+                "http://upstream", false, true)).block();
+        assertThat(retaken).isInstanceOf(Reservation.Reserved.class);
+        assertThat(field(scope, "attempts")).isEqualTo("2");
+        assertThat(complete(scope, first, response("stale")).block()).as("the former owner lost it").isFalse();
+        assertThat(complete(scope, second, response("fresh")).block()).isTrue();
+    }
+
+    @Test
+    void aRecordThatVanishedIsStoredAnew() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        strings.delete(RedisIdempotencyStore.recordKey(scope)).block();
+
+        assertThat(store.complete(new Completion(scope, owner, FP, "http://upstream", response("kept"), RETENTION,
+                Optional.empty())).block()).isEqualTo(CompletionResult.RESTORED);
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().response()).contains(response("kept"));
+    }
+
+    @Test
+    void aLinkedProcessKeepsTheKeyUntilItEndsThenRetentionStarts() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        Duration hardCap = Duration.ofDays(7);
+        reserve(scope, FP, owner, LEASE, false).block();
+        store.complete(new Completion(scope, owner, FP, "http://upstream", response("accepted"), hardCap,
+                Optional.of("p-1"))).block();
+        store.linkProcess(scope.routeId(), "p-1", scope, hardCap).block();
+        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+                .isBetween(hardCap.minusSeconds(2), hardCap);
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().processEnded()).isFalse();
+
+        assertThat(store.processEnded(scope.routeId(), "p-1", "COMPLETED", Duration.ofHours(24)).block()).isTrue();
+        assertThat(store.processEnded(scope.routeId(), "p-1", "COMPLETED", Duration.ofHours(24)).block())
+                .as("ends once").isFalse();
+        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+                .isBetween(Duration.ofHours(24).minusSeconds(2), Duration.ofHours(24));
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().processEnded()).isTrue();
     }
 
     @Test
     void releaseByTheOwnerFreesTheKey() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        store.reserve(scope, FP, owner, LEASE, false).block();
+        reserve(scope, FP, owner, LEASE, false).block();
         assertThat(store.release(scope, owner).block()).isTrue();
-        assertThat(store.reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block())
+        assertThat(reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block())
                 .isInstanceOf(Reservation.Reserved.class);
     }
 
@@ -180,14 +278,14 @@ class RedisIdempotencyStoreTest {
         RedisSettleSubscription subscription = new RedisSettleSubscription(connections, remoteSignals);
         subscription.start();
         try {
-            store.reserve(scope, FP, owner, LEASE, false).block();
+            reserve(scope, FP, owner, LEASE, false).block();
             // A waiter on "another instance": only the pub/sub message can reach its signals.
             SettleWaiter waiter = remoteSignals.register(scope.hash());
-            store.reserve(scope, FP, OwnerToken.random(), LEASE, true).block();
+            reserve(scope, FP, OwnerToken.random(), LEASE, true).block();
             Mono<Void> woken = waiter.settled().cache();
             woken.subscribe();
             subscription.subscribed().block(Duration.ofSeconds(10));
-            store.complete(scope, owner, response("done"), RETENTION).block();
+            complete(scope, owner, response("done")).block();
             woken.block(Duration.ofSeconds(5));
             waiter.close();
         } finally {

@@ -1,0 +1,77 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The moments operations must be able to tell apart from a normal retry, logged (with the scope hash only: never
+ * the key, tenant or body) and counted in {@code idempotency.events{event,route}}.
+ */
+public final class IdempotencyEvents {
+    private static final Logger log = LoggerFactory.getLogger(IdempotencyEvents.class);
+    private final MeterRegistry meters;
+
+    public IdempotencyEvents(MeterRegistry meters) {
+        this.meters = meters;
+    }
+
+    public static IdempotencyEvents global() {
+        return new IdempotencyEvents(Metrics.globalRegistry);
+    }
+
+    public double count(String event) {
+        return meters.find("idempotency.events").tag("event", event).counters().stream()
+                .mapToDouble(c -> c.count()).sum();
+    }
+
+    void stored(IdempotencyScope scope, int status, CompletionResult result) {
+        switch (result) {
+            case STORED -> log.debug("Stored status {} for scope {}", status, scope.hash());
+            case RESTORED -> {
+                log.warn("Stored status {} for scope {} anew: its record had vanished (Redis restarted without "
+                        + "persistence?)", status, scope.hash());
+                increment("store-restored", scope);
+            }
+            case NOT_OWNER -> {
+                log.warn("Response (status {}) for scope {} not stored: the record is no longer this request's "
+                        + "(settled by an operator, or taken after its lease lapsed)", status, scope.hash());
+                increment("store-not-owner", scope);
+            }
+        }
+    }
+
+    void storeLost(IdempotencyScope scope, int status, Throwable error) {
+        log.error("LOST: response (status {}) for scope {} could not be stored after retries: {}. The record stays "
+                + "in flight until its lease lapses, then becomes UNCERTAIN.", status, scope.hash(), error.toString());
+        increment("store-lost", scope);
+    }
+
+    void uncertain(IdempotencyScope scope, String reason) {
+        log.warn("Outcome UNCERTAIN for scope {}: {}", scope.hash(), reason);
+        increment("uncertain", scope);
+    }
+
+    void upstreamUnreachable(IdempotencyScope scope, Throwable error) {
+        log.info("Upstream unreachable for scope {}: {}; reservation released", scope.hash(), error.toString());
+        increment("upstream-unreachable", scope);
+    }
+
+    void storeUnavailable(IdempotencyScope scope, Throwable error) {
+        log.warn("Idempotency store unavailable, refusing scope {}: {}", scope.hash(), error.toString());
+        increment("store-unavailable", scope);
+    }
+
+    void forwardedUnprotected(IdempotencyScope scope, Throwable error) {
+        log.warn("Idempotency store unavailable, forwarding scope {} UNPROTECTED (idempotency.store-unavailable="
+                + "forward): {}", scope.hash(), error.toString());
+        increment("forwarded-unprotected", scope);
+    }
+
+    private void increment(String event, IdempotencyScope scope) {
+        meters.counter("idempotency.events", "event", event, "route", scope.routeId()).increment();
+    }
+}

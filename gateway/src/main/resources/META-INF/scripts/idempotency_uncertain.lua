@@ -1,0 +1,17 @@
+-- The request was sent but no complete answer came back: record that the outcome is unknown, keep the key
+-- bound, and wake up waiters so they stop waiting for a result that will not come.
+-- KEYS[1] record hash
+-- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters')
+if current[1] ~= 'IN_FLIGHT' or current[2] ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'state', 'UNCERTAIN', 'uncertain_at', now, 'uncertain_reason', ARGV[2])
+redis.call('HDEL', KEYS[1], 'lease_until', 'waiters')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if current[3] then
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
+return 1
