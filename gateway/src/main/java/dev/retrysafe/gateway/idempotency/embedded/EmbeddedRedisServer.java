@@ -52,13 +52,21 @@ public final class EmbeddedRedisServer implements SmartLifecycle {
         return port;
     }
 
+    /** Started in the constructor (the connection details need the port first); starts again after a stop. */
     @Override
-    public void start() {
-        // Started in the constructor: the connection details need the port before any Redis client exists.
+    public synchronized void start() {
+        if (!running) {
+            try {
+                server.start();
+            } catch (IOException e) {
+                throw new UncheckedIOException("Could not restart the embedded Redis on port " + port, e);
+            }
+            running = true;
+        }
     }
 
     @Override
-    public void stop() {
+    public synchronized void stop() {
         if (running) {
             running = false;
             try {

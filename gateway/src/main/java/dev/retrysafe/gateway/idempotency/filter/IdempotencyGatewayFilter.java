@@ -328,7 +328,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return detached(store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
                     .timeout(policy.storeTimeout())
                     .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
-                    .doOnNext(marked -> events.uncertain(scope, reason))
+                    .doOnNext(marked -> {
+                        if (marked) {
+                            events.uncertain(scope, reason);
+                        }
+                    })
                     .onErrorResume(e -> {
                         log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
                                 + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
