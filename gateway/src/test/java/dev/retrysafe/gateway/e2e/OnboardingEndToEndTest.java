@@ -34,7 +34,9 @@ import reactor.core.publisher.Mono;
 @SpringBootTest(classes = IdempotencyGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
                 "spring.config.additional-location=file:../config/",
-                "idempotency.embedded-redis.directory=target/embedded-redis"})
+                "idempotency.embedded-redis.directory=target/embedded-redis",
+                // Only status reads through the gateway can end a process here: the poller waits an hour.
+                "idempotency.process-poll.initial-delay=1h"})
 @ActiveProfiles("local")
 class OnboardingEndToEndTest {
     static final ConfigurableApplicationContext backend = OnboardingBackendApplication.start(
@@ -160,6 +162,54 @@ class OnboardingEndToEndTest {
                 .header("Idempotency-Key", key).contentType(MediaType.APPLICATION_JSON).bodyValue(update)
                 .exchangeToMono(r -> r.toEntity(JSON)).block();
         assertThat(other.getStatusCode().value()).isEqualTo(409);
+    }
+
+    @Test
+    void theKeyStaysBoundUntilTheProcessEndsThenForTheRetentionAndReplaysDropRetryAfter() {
+        String key = UUID.randomUUID().toString();
+        ResponseEntity<Map<String, Object>> accepted = create(key, MERCHANT).block();
+        assertThat(accepted.getStatusCode().value()).isEqualTo(202);
+        String processId = (String) accepted.getBody().get("processId");
+        String record = recordKey(key);
+        // The client may read the 202 a moment before the gateway has stored it.
+        Flux.interval(Duration.ofMillis(10))
+                .concatMap(t -> redis().<String, String>opsForHash().get(record, "state").defaultIfEmpty(""))
+                .filter("COMPLETED"::equals).next().block(Duration.ofSeconds(10));
+        assertThat(redis().getExpire(record).block()).as("bound for the hard cap while the process runs")
+                .isGreaterThan(Duration.ofDays(6));
+
+        ResponseEntity<Map<String, Object>> whileRunning = create(key, MERCHANT).block();
+        assertThat(whileRunning.getStatusCode().value()).isEqualTo(200);
+        assertThat(whileRunning.getHeaders().getFirst("Retry-After")).isNotNull();
+
+        // An integrator reads the process status through the gateway until it ends.
+        Flux.interval(Duration.ofMillis(50))
+                .concatMap(t -> gateway().get().uri("/processes/{id}", processId).retrieve().bodyToMono(JSON))
+                .filter(p -> !"PENDING".equals(p.get("status")))
+                .next().block(Duration.ofSeconds(15));
+        Flux.interval(Duration.ofMillis(20))
+                .concatMap(t -> redis().<String, String>opsForHash().get(record, "process_state").defaultIfEmpty(""))
+                .filter("ENDED"::equals).next().block(Duration.ofSeconds(10));
+
+        assertThat(redis().getExpire(record).block()).as("24 h counted from the end of the process")
+                .isBetween(Duration.ofHours(24).minusMinutes(1), Duration.ofHours(24));
+        ResponseEntity<Map<String, Object>> afterEnd = create(key, MERCHANT).block();
+        assertThat(afterEnd.getStatusCode().value()).isEqualTo(200);
+        assertThat(afterEnd.getBody()).containsEntry("processId", processId);
+        assertThat(afterEnd.getHeaders().getFirst("Retry-After")).as("nothing left to wait for").isNull();
+    }
+
+    @org.springframework.beans.factory.annotation.Autowired
+    org.springframework.data.redis.connection.ReactiveRedisConnectionFactory redisConnections;
+
+    org.springframework.data.redis.core.ReactiveStringRedisTemplate redis() {
+        return new org.springframework.data.redis.core.ReactiveStringRedisTemplate(redisConnections);
+    }
+
+    static String recordKey(String key) {
+        return dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.recordKey(
+                new dev.retrysafe.gateway.idempotency.scope.IdempotencyScope("", "onboarding-merchants",
+                        new dev.retrysafe.gateway.idempotency.key.IdempotencyKey(key)));
     }
 
     private String createdMerchantId() {

@@ -298,8 +298,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers),
                     responseBody, bodyOmitted);
             Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
-            Optional<String> processId = tracking.flatMap(t -> t.processId(responseBody));
-            boolean processAlreadyEnded = processId.isPresent() && tracking.get().terminalStatus(responseBody).isPresent();
+            String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
+                    .findFirst().orElse(null);
+            Optional<String> processId = tracking.flatMap(t -> t.processId(encoding, responseBody));
+            boolean processAlreadyEnded = processId.isPresent()
+                    && tracking.get().terminalStatus(encoding, responseBody).isPresent();
             Optional<String> unfinishedProcess = processAlreadyEnded ? Optional.empty() : processId;
             Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
             Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);

@@ -89,7 +89,8 @@ public final class ProcessStatusObserver implements GlobalFilter, Ordered {
                     copy.writeBytes(bytes);
                 }
             });
-            return super.writeWith(tapped).then(Mono.defer(() -> watched.tracking().terminalStatus(copy.toByteArray())
+            return super.writeWith(tapped).then(Mono.defer(() -> watched.tracking().terminalStatus(
+                    getHeaders().getFirst("Content-Encoding"), copy.toByteArray())
                     .map(terminal -> watcher.observed(writeRouteId, processId, terminal, watched.retention())
                             .onErrorResume(e -> Mono.just(false)).then())
                     .orElse(Mono.empty())));

@@ -44,13 +44,17 @@ public record ProcessTracking(String statusUri, String idPointer, String statusP
     }
 
     /** The process id a write's response names, if it names one. */
-    public Optional<String> processId(byte[] responseBody) {
-        return textAt(responseBody, idPointer).filter(id -> id.matches("[A-Za-z0-9._~-]{1,200}"));
+    public Optional<String> processId(String contentEncoding, byte[] responseBody) {
+        return EncodedBody.decode(contentEncoding, responseBody)
+                .flatMap(json -> textAt(json, idPointer))
+                .filter(id -> id.matches("[A-Za-z0-9._~-]{1,200}"));
     }
 
     /** The status a status response reports, if it reports a terminal one. */
-    public Optional<String> terminalStatus(byte[] statusBody) {
-        return textAt(statusBody, statusPointer).filter(terminalValues::contains);
+    public Optional<String> terminalStatus(String contentEncoding, byte[] statusBody) {
+        return EncodedBody.decode(contentEncoding, statusBody)
+                .flatMap(json -> textAt(json, statusPointer))
+                .filter(terminalValues::contains);
     }
 
     public String statusPath(String processId) {

@@ -66,6 +66,7 @@ public final class ProcessWatcher implements DisposableBean {
             return;
         }
         String url = upstream.replaceAll("/+$", "") + tracking.statusPath(processId);
+        log.debug("Polling {} until process {} ends", url, processId);
         long deadline = System.nanoTime() + tracking.maxRetention().toNanos();
         String id = routeId + ":" + processId;
         polls.computeIfAbsent(id, k -> poll(url, tracking, initialDelay, deadline)
@@ -81,8 +82,9 @@ public final class ProcessWatcher implements DisposableBean {
             return Mono.just(Optional.empty());
         }
         return Mono.delay(delay)
-                .then(http.get().uri(url).retrieve().bodyToMono(byte[].class)
-                        .map(tracking::terminalStatus)
+                .then(http.get().uri(url).retrieve().toEntity(byte[].class)
+                        .map(entity -> tracking.terminalStatus(entity.getHeaders().getFirst("Content-Encoding"),
+                                entity.getBody() == null ? new byte[0] : entity.getBody()))
                         .onErrorResume(e -> Mono.just(Optional.empty())))
                 .flatMap(status -> status.isPresent() ? Mono.just(status)
                         : poll(url, tracking, next(delay), deadline));

@@ -30,7 +30,9 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.embedded-redis.enabled=true",
                 "idempotency.embedded-redis.directory=target/embedded-redis",
                 "idempotency.tenant-header=X-Tenant-Id",
-                "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s"})
+                "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s",
+                "idempotency.process-poll.initial-delay=100ms",
+                "idempotency.process-poll.max-delay=200ms"})
 abstract class GatewayFilterTestBase {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
     static final int closedPort = closedPort();
@@ -70,6 +72,8 @@ abstract class GatewayFilterTestBase {
         route(registry, 6, "other-route", upstreamUri, "/other/**", Map.of());
         route(registry, 7, "plain", upstreamUri, "/plain/**", null);
         route(registry, 8, "long-wait", upstreamUri, "/long-wait/**", Map.of("in-flight-wait", "20s"));
+        route(registry, 9, "process", upstreamUri, "/proc/merchants/**", Map.of(
+                "process-status-uri", "/proc/processes/{processId}"));
     }
 
     private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,
