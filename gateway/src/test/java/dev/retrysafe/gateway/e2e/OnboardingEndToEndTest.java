@@ -35,6 +35,7 @@ import reactor.core.publisher.Mono;
         properties = {
                 "spring.config.additional-location=file:../config/",
                 "idempotency.embedded-redis.directory=target/embedded-redis",
+                "management.server.port=0",
                 // Only status reads through the gateway can end a process here: the poller waits an hour.
                 "idempotency.process-poll.initial-delay=1h"})
 @ActiveProfiles("local")

@@ -2,11 +2,14 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.operator.IdempotencyOperatorEndpoint;
+import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
@@ -16,6 +19,7 @@ import io.micrometer.core.instrument.Metrics;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.web.reactive.function.client.WebClient;
 import java.time.Clock;
+import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -64,12 +68,31 @@ public class IdempotencyAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
+        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals);
+    }
+
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnMissingBean(RecordInspector.class)
+    RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
+            SettleSignals signals) {
+        return new RedisRecordInspector(bytesTemplate(connectionFactory), signals);
+    }
+
+    @Bean
+    @ConditionalOnBean(RecordInspector.class)
+    @ConditionalOnAvailableEndpoint(endpoint = IdempotencyOperatorEndpoint.class)
+    IdempotencyOperatorEndpoint idempotencyOperatorEndpoint(RecordInspector inspector, IdempotencyProperties properties) {
+        return new IdempotencyOperatorEndpoint(inspector, properties.retention());
+    }
+
+    private static ReactiveRedisTemplate<String, byte[]> bytesTemplate(ReactiveRedisConnectionFactory connections) {
         RedisSerializationContext<String, byte[]> context = RedisSerializationContext
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
                 .key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string())
                 .build();
-        return new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connectionFactory, context), signals);
+        return new ReactiveRedisTemplate<>(connections, context);
     }
 
     @Bean

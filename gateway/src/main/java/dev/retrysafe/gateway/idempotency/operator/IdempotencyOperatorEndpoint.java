@@ -1,0 +1,135 @@
+package dev.retrysafe.gateway.idempotency.operator;
+
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
+
+/**
+ * {@code /actuator/idempotency}: look up a key's record, list UNCERTAIN and long IN_FLIGHT records, and settle one
+ * by hand after reconciling with the backend. Every settlement is logged with who did it and why.
+ */
+@Endpoint(id = "idempotency")
+public class IdempotencyOperatorEndpoint {
+    private static final Logger log = LoggerFactory.getLogger(IdempotencyOperatorEndpoint.class);
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+    private final RecordInspector inspector;
+    private final Duration retention;
+
+    public IdempotencyOperatorEndpoint(RecordInspector inspector, Duration retention) {
+        this.inspector = inspector;
+        this.retention = retention;
+    }
+
+    /**
+     * With {@code route} and {@code key} (and {@code tenant} as the gateway resolved it: {@code header:<value>},
+     * {@code principal:<name>}, or nothing for anonymous): that one record. Otherwise a list, by default of
+     * UNCERTAIN records and IN_FLIGHT ones older than a minute.
+     */
+    @ReadOperation
+    public WebEndpointResponse<Object> records(@Nullable String route, @Nullable String tenant, @Nullable String key,
+            @Nullable String state, @Nullable Long inFlightOlderThanSeconds, @Nullable Integer limit,
+            @Nullable Boolean includeBody) {
+        if (key != null) {
+            if (route == null) {
+                return new WebEndpointResponse<>(Map.of("error", "route is required with key"), 400);
+            }
+            IdempotencyKey parsed;
+            try {
+                parsed = new IdempotencyKey(key);
+            } catch (IllegalArgumentException invalid) {
+                return new WebEndpointResponse<>(Map.of("error", "not a valid idempotency key"), 400);
+            }
+            String hash = new IdempotencyScope(tenant == null ? "" : tenant, route, parsed).hash();
+            return one(hash, Boolean.TRUE.equals(includeBody));
+        }
+        Set<String> states = state == null ? Set.of("UNCERTAIN", "IN_FLIGHT")
+                : Arrays.stream(state.split(",")).map(s -> s.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
+        RecordFilter filter = new RecordFilter(states, Optional.ofNullable(route),
+                Optional.ofNullable(tenant).map(IdempotencyScope::tenantHash),
+                Duration.ofSeconds(inFlightOlderThanSeconds == null ? 60 : inFlightOlderThanSeconds),
+                limit == null ? 100 : Math.max(1, Math.min(limit, 1000)));
+        List<RecordView> found = inspector.list(filter).collectList().block(TIMEOUT);
+        return new WebEndpointResponse<>(Map.of("records", found == null ? List.of() : found), 200);
+    }
+
+    /** One record by its scope hash, as it appears in the gateway's logs. */
+    @ReadOperation
+    public WebEndpointResponse<Object> record(@Selector String scopeHash, @Nullable Boolean includeBody) {
+        return one(scopeHash, Boolean.TRUE.equals(includeBody));
+    }
+
+    /**
+     * Settles an IN_FLIGHT or UNCERTAIN record: {@code action=release} frees it so the next retry is forwarded;
+     * {@code action=complete} stores {@code status} (and {@code body}, {@code contentType}) as its result, replayed
+     * from now on. {@code reason} is required: it is logged with the operator's name.
+     */
+    @WriteOperation
+    public WebEndpointResponse<Object> resolve(@Selector String scopeHash, String action, String reason,
+            @Nullable Integer status, @Nullable String body, @Nullable String contentType, SecurityContext security) {
+        String who = security.getPrincipal() == null ? "anonymous" : security.getPrincipal().getName();
+        if (reason.isBlank()) {
+            return new WebEndpointResponse<>(Map.of("error", "reason must not be blank"), 400);
+        }
+        String previous;
+        switch (action.toLowerCase(Locale.ROOT)) {
+            case "release" -> previous = inspector.release(scopeHash).block(TIMEOUT);
+            case "complete" -> {
+                if (status == null || status < 100 || status > 599) {
+                    return new WebEndpointResponse<>(Map.of("error", "complete needs an HTTP status"), 400);
+                }
+                List<ResponseHeader> headers = new ArrayList<>();
+                if (contentType != null) {
+                    headers.add(new ResponseHeader("Content-Type", contentType));
+                }
+                StoredResponse response = new StoredResponse(status, headers,
+                        body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8), false);
+                previous = inspector.complete(scopeHash, response, retention, who, reason).block(TIMEOUT);
+            }
+            default -> {
+                return new WebEndpointResponse<>(Map.of("error", "action must be release or complete"), 400);
+            }
+        }
+        Map<String, Object> result = new LinkedHashMap<>();
+        result.put("scopeHash", scopeHash);
+        result.put("action", action);
+        result.put("previousState", previous);
+        if ("ABSENT".equals(previous)) {
+            return new WebEndpointResponse<>(result, 404);
+        }
+        if (!"IN_FLIGHT".equals(previous) && !"UNCERTAIN".equals(previous)) {
+            result.put("error", "only IN_FLIGHT or UNCERTAIN records can be resolved");
+            return new WebEndpointResponse<>(result, 409);
+        }
+        log.warn("OPERATOR {} {} scope {} (was {}): {}", who, action, scopeHash, previous, reason);
+        return new WebEndpointResponse<>(result, 200);
+    }
+
+    private WebEndpointResponse<Object> one(String scopeHash, boolean includeBody) {
+        RecordView view = inspector.find(scopeHash, includeBody).block(TIMEOUT);
+        return view == null
+                ? new WebEndpointResponse<>(Map.of("error", "no record", "scopeHash", scopeHash), 404)
+                : new WebEndpointResponse<>(view, 200);
+    }
+}

@@ -1,0 +1,38 @@
+package dev.retrysafe.gateway.idempotency.operator;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.util.List;
+
+/**
+ * What an operator sees of one record. Never the raw tenant or key (they are not stored); the body only when
+ * asked for. Times are ISO-8601 instants.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record RecordView(
+        String scopeHash,
+        String route,
+        String tenantHash,
+        String state,
+        String fingerprint,
+        String upstream,
+        Integer attempts,
+        String reservedAt,
+        String leaseUntil,
+        String completedAt,
+        Integer status,
+        String uncertainAt,
+        String uncertainReason,
+        String processId,
+        String processState,
+        String processStatus,
+        String resolvedBy,
+        String resolvedReason,
+        Long expiresInSeconds,
+        StoredBody response) {
+
+    /** The stored response, shown only on request. {@code body} is UTF-8 text, or base64 when it is not text. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record StoredBody(int status, List<List<String>> headers, String body, String bodyBase64,
+            boolean bodyOmitted) {
+    }
+}

@@ -1,0 +1,145 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
+import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
+import dev.retrysafe.gateway.idempotency.operator.RecordView;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.core.ScanOptions;
+import org.springframework.data.redis.core.script.RedisScript;
+import org.springframework.core.io.ClassPathResource;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** Operator access to the Redis records: SCAN for listing (operator traffic only), scripts for settling. */
+public final class RedisRecordInspector implements RecordInspector {
+    private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "tenant", "upstream",
+            "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
+            "process_id", "process_state", "process_status", "resolved_by", "resolved_reason");
+    private static final RedisScript<byte[]> RELEASE = RedisScript.of(
+            new ClassPathResource("META-INF/scripts/idempotency_operator_release.lua"), byte[].class);
+    private static final RedisScript<byte[]> COMPLETE = RedisScript.of(
+            new ClassPathResource("META-INF/scripts/idempotency_operator_complete.lua"), byte[].class);
+
+    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final SettleSignals signals;
+
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
+        this.redis = redis;
+        this.signals = signals;
+    }
+
+    @Override
+    public Mono<RecordView> find(String scopeHash, boolean includeBody) {
+        return view(RedisIdempotencyStore.recordKey(scopeHash), scopeHash, includeBody);
+    }
+
+    @Override
+    public Flux<RecordView> list(RecordFilter filter) {
+        long now = System.currentTimeMillis();
+        return redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000).build())
+                .concatMap(key -> view(key, key.substring(RedisIdempotencyStore.KEY_PREFIX.length() + 1,
+                        key.length() - 1), false))
+                .filter(v -> filter.states().contains(v.state()))
+                .filter(v -> filter.route().map(r -> r.equals(v.route())).orElse(true))
+                .filter(v -> filter.tenantHash().map(t -> t.equals(v.tenantHash())).orElse(true))
+                .filter(v -> !"IN_FLIGHT".equals(v.state()) || v.reservedAt() == null
+                        || Instant.parse(v.reservedAt()).toEpochMilli() <= now - filter.inFlightOlderThan().toMillis())
+                .take(filter.limit());
+    }
+
+    @Override
+    public Mono<String> release(String scopeHash) {
+        return redis.execute(RELEASE, List.of(RedisIdempotencyStore.recordKey(scopeHash)),
+                        List.of(RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
+                                RedisIdempotencyStore.bytes(scopeHash)))
+                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> signals.signal(scopeHash));
+    }
+
+    @Override
+    public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
+            String why) {
+        return redis.execute(COMPLETE, List.of(RedisIdempotencyStore.recordKey(scopeHash)), List.of(
+                        StoredResponseCodec.encode(response),
+                        RedisIdempotencyStore.bytes(Integer.toString(response.status())),
+                        RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
+                        RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why),
+                        RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
+                        RedisIdempotencyStore.bytes(scopeHash)))
+                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> signals.signal(scopeHash));
+    }
+
+    private Mono<RecordView> view(String key, String scopeHash, boolean includeBody) {
+        List<String> fields = new ArrayList<>(FIELDS);
+        if (includeBody) {
+            fields.add("response");
+        }
+        Mono<List<byte[]>> values = redis.<String, byte[]>opsForHash().multiGet(key, fields);
+        return values.zipWith(redis.getExpire(key).map(Duration::getSeconds).defaultIfEmpty(-1L))
+                .flatMap(both -> {
+                    Map<String, byte[]> byName = new HashMap<>();
+                    for (int i = 0; i < fields.size(); i++) {
+                        if (both.getT1().get(i) != null) {
+                            byName.put(fields.get(i), both.getT1().get(i));
+                        }
+                    }
+                    if (!byName.containsKey("state")) {
+                        return Mono.empty();
+                    }
+                    return Mono.just(toView(scopeHash, byName, both.getT2()));
+                });
+    }
+
+    private static RecordView toView(String scopeHash, Map<String, byte[]> f, long ttlSeconds) {
+        RecordView.StoredBody body = null;
+        if (f.containsKey("response")) {
+            StoredResponse stored = StoredResponseCodec.decode(f.get("response"));
+            List<List<String>> headers = stored.headers().stream().map(h -> List.of(h.name(), h.value())).toList();
+            String text = utf8(stored.body());
+            body = new RecordView.StoredBody(stored.status(), headers, text,
+                    text == null ? Base64.getEncoder().encodeToString(stored.body()) : null, stored.bodyOmitted());
+        }
+        return new RecordView(scopeHash, text(f, "route"), text(f, "tenant"), text(f, "state"),
+                text(f, "fingerprint"), text(f, "upstream"), number(f, "attempts"), time(f, "reserved_at"),
+                time(f, "lease_until"), time(f, "completed_at"), number(f, "status"), time(f, "uncertain_at"),
+                text(f, "uncertain_reason"), text(f, "process_id"), text(f, "process_state"),
+                text(f, "process_status"), text(f, "resolved_by"), text(f, "resolved_reason"),
+                ttlSeconds >= 0 ? ttlSeconds : null, body);
+    }
+
+    private static String text(Map<String, byte[]> fields, String name) {
+        byte[] value = fields.get(name);
+        return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+
+    private static Integer number(Map<String, byte[]> fields, String name) {
+        String value = text(fields, name);
+        return value == null ? null : Integer.valueOf(value);
+    }
+
+    private static String time(Map<String, byte[]> fields, String name) {
+        String value = text(fields, name);
+        return value == null ? null : Instant.ofEpochMilli(Long.parseLong(value)).toString();
+    }
+
+    private static String utf8(byte[] bytes) {
+        try {
+            return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException notText) {
+            return null;
+        }
+    }
+}

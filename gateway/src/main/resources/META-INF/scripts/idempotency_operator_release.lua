@@ -1,0 +1,17 @@
+-- Operator: free an unsettled record (IN_FLIGHT or UNCERTAIN) so the next retry is forwarded.
+-- A completed record is never freed this way: its result exists and is replayed.
+-- KEYS[1] record hash
+-- ARGV[1] wake-up channel   ARGV[2] scope hash
+-- Returns the state the record was in, or 'ABSENT'.
+local current = redis.call('HMGET', KEYS[1], 'state', 'waiters')
+if not current[1] then
+  return 'ABSENT'
+end
+if current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN' then
+  return current[1]
+end
+redis.call('DEL', KEYS[1])
+if current[2] then
+  redis.call('PUBLISH', ARGV[1], ARGV[2])
+end
+return current[1]
