@@ -40,6 +40,7 @@ cat <<MSG
   Try:  curl -i -X POST http://localhost:$GATEWAY_PORT/merchants \\
           -H 'Content-Type: application/json' -H 'Idempotency-Key: 8f1c2d3e4a5b6c7d8e9f0a1b' \\
           -d '{"legalName":"ACME","taxId":"ACME12345","email":"a@acme.example"}'
+  Operator API: curl -u operator:local-operator http://localhost:${MANAGEMENT_PORT:-9090}/actuator/idempotency
   Ctrl-C stops the gateway and the backend.
 
 MSG

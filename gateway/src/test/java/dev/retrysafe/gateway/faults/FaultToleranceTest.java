@@ -111,6 +111,16 @@ class FaultToleranceTest {
         wiremock.resetAll();
     }
 
+    /** Tests that restart Redis leave it running; wait (bounded) until the gateway's connection is back too. */
+    @org.junit.jupiter.api.AfterEach
+    void redisBack() {
+        redisServer.start();
+        Flux.interval(Duration.ofMillis(50))
+                .concatMap(t -> new ReactiveStringRedisTemplate(redisConnections).hasKey("ping")
+                        .map(any -> true).onErrorResume(e -> Mono.just(false)))
+                .filter(up -> up).next().block(Duration.ofSeconds(20));
+    }
+
     static String newKey() {
         return UUID.randomUUID().toString();
     }
@@ -287,6 +297,25 @@ class FaultToleranceTest {
                 .expectBody(String.class).isEqualTo("survived");
         wiremock.verify(exactly(1), postRequestedFor(urlEqualTo("/wm/restart")));
         assertThat(events.count("store-restored")).isGreaterThan(restoredBefore);
+    }
+
+    @Test
+    void aStoreThatFinallyFailsIsLoggedAndCounted() {
+        String key = newKey();
+        wiremock.stubFor(post(urlEqualTo("/wm/lost")).willReturn(aResponse().withStatus(202)
+                .withBody("answered while Redis was down").withFixedDelay(300)));
+        double lostBefore = events.count("store-lost");
+        WebClientHolder.post(port, "/wm/lost", key).subscribe();
+        awaitUpstream("/wm/lost");
+        redisServer.stop();
+        try {
+            // The store is retried with back-off for a few seconds, then given up: logged and counted.
+            Flux.interval(Duration.ofMillis(100)).map(t -> events.count("store-lost"))
+                    .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(30));
+        } finally {
+            redisServer.start();
+        }
+        assertThat(events.count("store-lost")).isGreaterThan(lostBefore);
     }
 
     /**

@@ -14,6 +14,9 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import io.lettuce.core.ClientOptions;
+import io.lettuce.core.resource.Delay;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import org.springframework.beans.factory.ObjectProvider;
@@ -25,6 +28,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
@@ -51,6 +55,16 @@ public class IdempotencyAutoConfiguration {
     @Bean
     LettuceClientOptionsBuilderCustomizer idempotencyRejectCommandsWhileDisconnected() {
         return options -> options.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS);
+    }
+
+    /**
+     * Lettuce's default reconnect back-off grows to 30 s, so a Redis that was away for a few seconds could leave
+     * the gateway refusing requests for half a minute after it is back. Capped at 1 s: recovery within seconds.
+     */
+    @Bean
+    ClientResourcesBuilderCustomizer idempotencyFastRedisReconnect() {
+        return resources -> resources.reconnectDelay(
+                Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS));
     }
 
     @Bean
