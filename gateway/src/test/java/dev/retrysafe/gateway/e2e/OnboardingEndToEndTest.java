@@ -106,7 +106,7 @@ class OnboardingEndToEndTest {
         });
 
         // The process ends in the backend; status reads pass through the gateway unguarded.
-        Map<String, Object> process = Flux.interval(Duration.ofMillis(50))
+        Map<String, Object> process = Flux.interval(Duration.ofMillis(50)).onBackpressureDrop()
                 .concatMap(t -> gateway().get().uri("/processes/{id}", processId).retrieve().bodyToMono(JSON))
                 .filter(p -> !"PENDING".equals(p.get("status")))
                 .next().block(Duration.ofSeconds(15));
@@ -173,7 +173,7 @@ class OnboardingEndToEndTest {
         String processId = (String) accepted.getBody().get("processId");
         String record = recordKey(key);
         // The client may read the 202 a moment before the gateway has stored it.
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .concatMap(t -> redis().<String, String>opsForHash().get(record, "state").defaultIfEmpty(""))
                 .filter("COMPLETED"::equals).next().block(Duration.ofSeconds(10));
         assertThat(redis().getExpire(record).block()).as("bound for the hard cap while the process runs")
@@ -184,11 +184,11 @@ class OnboardingEndToEndTest {
         assertThat(whileRunning.getHeaders().getFirst("Retry-After")).isNotNull();
 
         // An integrator reads the process status through the gateway until it ends.
-        Flux.interval(Duration.ofMillis(50))
+        Flux.interval(Duration.ofMillis(50)).onBackpressureDrop()
                 .concatMap(t -> gateway().get().uri("/processes/{id}", processId).retrieve().bodyToMono(JSON))
                 .filter(p -> !"PENDING".equals(p.get("status")))
                 .next().block(Duration.ofSeconds(15));
-        Flux.interval(Duration.ofMillis(20))
+        Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
                 .concatMap(t -> redis().<String, String>opsForHash().get(record, "process_state").defaultIfEmpty(""))
                 .filter("ENDED"::equals).next().block(Duration.ofSeconds(10));
 
@@ -215,7 +215,7 @@ class OnboardingEndToEndTest {
 
     private String createdMerchantId() {
         Map<String, Object> accepted = create(UUID.randomUUID().toString(), MERCHANT).block().getBody();
-        Map<String, Object> process = Flux.interval(Duration.ofMillis(50))
+        Map<String, Object> process = Flux.interval(Duration.ofMillis(50)).onBackpressureDrop()
                 .concatMap(t -> gateway().get().uri("/processes/{id}", accepted.get("processId")).retrieve().bodyToMono(JSON))
                 .filter(p -> !"PENDING".equals(p.get("status")))
                 .next().block(Duration.ofSeconds(15));

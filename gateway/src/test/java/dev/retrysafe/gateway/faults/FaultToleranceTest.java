@@ -115,7 +115,7 @@ class FaultToleranceTest {
     @org.junit.jupiter.api.AfterEach
     void redisBack() {
         redisServer.start();
-        Flux.interval(Duration.ofMillis(50))
+        Flux.interval(Duration.ofMillis(50)).onBackpressureDrop()
                 .concatMap(t -> new ReactiveStringRedisTemplate(redisConnections).hasKey("ping")
                         .map(any -> true).onErrorResume(e -> Mono.just(false)))
                 .filter(up -> up).next().block(Duration.ofSeconds(20));
@@ -141,13 +141,13 @@ class FaultToleranceTest {
 
     /** Polls (bounded) until the record reaches the state. */
     void awaitState(String routeId, String key, String state) {
-        Flux.interval(Duration.ofMillis(20)).concatMap(t -> fieldLater(routeId, key, "state"))
+        Flux.interval(Duration.ofMillis(20)).onBackpressureDrop().concatMap(t -> fieldLater(routeId, key, "state"))
                 .filter(state::equals).next().block(Duration.ofSeconds(20));
     }
 
     /** Polls WireMock's journal (bounded) until the upstream has received the request. */
     static void awaitUpstream(String path) {
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .map(t -> wiremock.countRequestsMatching(postRequestedFor(urlEqualTo(path)).build()).getCount())
                 .filter(n -> n > 0).next().block(Duration.ofSeconds(10));
     }
@@ -228,7 +228,7 @@ class FaultToleranceTest {
         awaitUpstream("/short-lease/slow");
         // Let the first lease (300 ms from the reservation, by Redis's clock) run out before asking again.
         long firstLeaseEnd = Long.parseLong(field("short-lease", key, "reserved_at")) + 300;
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .concatMap(t -> new ReactiveStringRedisTemplate(redisConnections)
                         .execute(c -> c.serverCommands().time()).next())
                 .filter(now -> now > firstLeaseEnd + 150).next().block(Duration.ofSeconds(5));
@@ -272,7 +272,7 @@ class FaultToleranceTest {
             redisServer.start();
         }
         // No restart of the gateway: a fresh request succeeds within seconds (bounded poll).
-        Integer recovered = Flux.interval(Duration.ofMillis(200))
+        Integer recovered = Flux.interval(Duration.ofMillis(200)).onBackpressureDrop()
                 .concatMap(t -> WebClientHolder.post(port, "/wm/recover", newKey()))
                 .filter(status -> status != 503).next().block(Duration.ofSeconds(20));
         assertThat(recovered).isEqualTo(202);
@@ -310,7 +310,7 @@ class FaultToleranceTest {
         redisServer.stop();
         try {
             // The store is retried with back-off for a few seconds, then given up: logged and counted.
-            Flux.interval(Duration.ofMillis(100)).map(t -> events.count("store-lost"))
+            Flux.interval(Duration.ofMillis(100)).onBackpressureDrop().map(t -> events.count("store-lost"))
                     .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(30));
         } finally {
             redisServer.start();

@@ -88,7 +88,7 @@ class KilledGatewayTest {
             WebClient.create("http://127.0.0.1:" + otherPort).post().uri("/merchants").header("Idempotency-Key", key)
                     .bodyValue("{\"legalName\":\"ACME\"}").retrieve().toBodilessEntity()
                     .onErrorResume(e -> Mono.empty()).subscribe();
-            Flux.interval(Duration.ofMillis(20))
+            Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
                     .map(t -> upstream.countRequestsMatching(postRequestedFor(urlEqualTo("/merchants")).build()).getCount())
                     .filter(n -> n > 0).next().block(Duration.ofSeconds(30));
 
@@ -124,7 +124,7 @@ class KilledGatewayTest {
     }
 
     private static void awaitListening(int port) {
-        Flux.interval(Duration.ofMillis(100))
+        Flux.interval(Duration.ofMillis(100)).onBackpressureDrop()
                 .filter(t -> {
                     try (Socket socket = new Socket("127.0.0.1", port)) {
                         return true;

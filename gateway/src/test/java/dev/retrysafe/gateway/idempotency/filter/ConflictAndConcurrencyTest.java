@@ -136,7 +136,7 @@ class ConflictAndConcurrencyTest extends GatewayFilterTestBase {
 
     /** Polls WireMock's journal (bounded) until the upstream has received the first request. */
     static void awaitUpstreamRequests(String path, int count) {
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .map(tick -> upstream.countRequestsMatching(postRequestedFor(urlEqualTo(path)).build()).getCount())
                 .filter(n -> n >= count).next().timeout(Duration.ofSeconds(10)).block();
     }

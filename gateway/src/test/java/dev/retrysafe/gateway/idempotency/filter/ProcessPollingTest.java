@@ -38,7 +38,7 @@ class ProcessPollingTest extends GatewayFilterTestBase {
         client.post().uri("/proc/merchants").header("Idempotency-Key", key).bodyValue("x").exchange()
                 .expectStatus().isOk().expectHeader().valueEquals("Retry-After", "1");
 
-        Flux.interval(Duration.ofMillis(20))
+        Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
                 .concatMap(t -> redis.<String, String>opsForHash().get(record, "process_state").defaultIfEmpty(""))
                 .filter("ENDED"::equals).next().block(Duration.ofSeconds(10));
 

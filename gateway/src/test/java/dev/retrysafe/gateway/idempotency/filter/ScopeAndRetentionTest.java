@@ -82,7 +82,7 @@ class ScopeAndRetentionTest extends GatewayFilterTestBase {
         assertThat(first.getStatus().value()).isEqualTo(202);
         String recordKey = onlyRecordFor("/merchants/ttl", key);
         // The client may read the response a moment before the gateway has stored it.
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .concatMap(t -> redis.<String, String>opsForHash().get(recordKey, "state").defaultIfEmpty(""))
                 .filter("COMPLETED"::equals).next().block(Duration.ofSeconds(10));
         Duration ttl = redis.getExpire(recordKey).block(Duration.ofSeconds(5));
@@ -100,7 +100,7 @@ class ScopeAndRetentionTest extends GatewayFilterTestBase {
                 .expectStatus().isOk();
         String recordKey = onlyRecordFor("/short-retention/x", key);
         // Wait (bounded) for Redis to expire the record: retention is 300 ms on this route.
-        Flux.interval(Duration.ofMillis(50)).concatMap(t -> redis.hasKey(recordKey)).filter(exists -> !exists)
+        Flux.interval(Duration.ofMillis(50)).onBackpressureDrop().concatMap(t -> redis.hasKey(recordKey)).filter(exists -> !exists)
                 .next().timeout(Duration.ofSeconds(10)).block();
         client.post().uri("/short-retention/x").header("Idempotency-Key", key).bodyValue("x").exchange()
                 .expectStatus().isEqualTo(202);

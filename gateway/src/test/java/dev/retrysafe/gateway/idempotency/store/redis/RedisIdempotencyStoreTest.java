@@ -98,7 +98,7 @@ class RedisIdempotencyStoreTest {
     static void awaitLeaseLapse(IdempotencyScope scope) {
         // Redis's own clock decides the lapse: poll (bounded) until its TIME passes lease_until.
         long leaseUntil = Long.parseLong(field(scope, "lease_until"));
-        Flux.interval(Duration.ofMillis(10))
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
                 .concatMap(t -> strings.execute(c -> c.serverCommands().time()).next())
                 .filter(now -> now > leaseUntil).next().block(Duration.ofSeconds(5));
     }
