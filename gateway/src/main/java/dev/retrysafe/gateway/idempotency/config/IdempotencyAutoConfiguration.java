@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.filter.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.operator.IdempotencyOperatorEndpoint;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
@@ -138,10 +139,16 @@ public class IdempotencyAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(IdempotencyStore.class)
+    LeaseRenewals idempotencyLeaseRenewals(IdempotencyStore store) {
+        return new LeaseRenewals(store, Duration.ofMillis(50));
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver) {
+            ProcessStatusObserver statusObserver, LeaseRenewals leases) {
         return new IdempotencyGatewayFilterFactory(properties, store, tenants, Clock.systemDefaultZone(), events,
-                processes, statusObserver);
+                processes, statusObserver, leases);
     }
 }

@@ -41,7 +41,6 @@ import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.retry.Retry;
 
@@ -62,15 +61,17 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private final Clock clock;
     private final IdempotencyEvents events;
     private final ProcessWatcher processes;
+    private final LeaseRenewals leases;
 
     public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
-            IdempotencyEvents events, ProcessWatcher processes) {
+            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases) {
         this.policy = policy;
         this.store = store;
         this.tenants = tenants;
         this.clock = clock;
         this.events = events;
         this.processes = processes;
+        this.leases = leases;
         this.responses = new GatewayResponses(clock);
     }
 
@@ -251,18 +252,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                     // Nothing reached the response (a later filter answered on its own): there is no result.
                     .then(Mono.defer(() -> response.outcomeSeen() ? response.settled() : release()))
                     .onErrorResume(e -> upstreamFailed(e, response));
-            Mono<Void> renewals = Flux.interval(renewEvery())
-                    .concatMap(tick -> store.renew(scope, owner, policy.inFlightLease())
-                            .timeout(policy.storeTimeout())
-                            .onErrorResume(e -> Mono.just(true)))
-                    .takeWhile(stillOurs -> stillOurs)
-                    .then();
-            return detached(Mono.firstWithSignal(exchangeWithUpstream, renewals.then(Mono.never())));
-        }
-
-        private Duration renewEvery() {
-            return policy.inFlightLease().dividedBy(3).isZero() ? Duration.ofMillis(1)
-                    : policy.inFlightLease().dividedBy(3);
+            LeaseRenewals.Hold lease = leases.hold(scope, owner, policy.inFlightLease(), policy.storeTimeout());
+            return detached(exchangeWithUpstream.doFinally(signal -> lease.release()));
         }
 
         private Mono<Void> upstreamFailed(Throwable error, CapturingResponse response) {

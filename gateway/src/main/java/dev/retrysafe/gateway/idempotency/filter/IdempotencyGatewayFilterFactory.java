@@ -42,10 +42,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final IdempotencyEvents events;
     private final ProcessWatcher processes;
     private final ProcessStatusObserver statusObserver;
+    private final LeaseRenewals leases;
 
     public IdempotencyGatewayFilterFactory(IdempotencyProperties defaults, IdempotencyStore store,
             TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver) {
+            ProcessStatusObserver statusObserver, LeaseRenewals leases) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
@@ -54,6 +55,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         this.events = events;
         this.processes = processes;
         this.statusObserver = statusObserver;
+        this.leases = leases;
     }
 
     @Override
@@ -63,7 +65,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             policy.processTracking().ifPresent(tracking ->
                     statusObserver.register(config.getRouteId(), tracking, policy.retention()));
         }
-        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes);
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases);
     }
 
     RoutePolicy policy(Config c) {

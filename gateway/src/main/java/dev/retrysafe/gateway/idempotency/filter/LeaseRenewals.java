@@ -1,0 +1,85 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.beans.factory.DisposableBean;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Keeps the leases of this instance's in-flight requests alive: one ticker for the whole instance renews each lease
+ * once a third of it has passed, so a slow but live request is never taken over. A per-request timer would cost
+ * every request a scheduled task; most requests end long before their first renewal is due.
+ */
+public final class LeaseRenewals implements DisposableBean {
+    private final IdempotencyStore store;
+    private final Map<OwnerToken, Held> held = new ConcurrentHashMap<>();
+    private final Disposable ticker;
+
+    public LeaseRenewals(IdempotencyStore store, Duration tick) {
+        this.store = store;
+        this.ticker = Flux.interval(tick).onBackpressureDrop().subscribe(t -> renewDue());
+    }
+
+    /** Holds the lease until {@link Hold#release()}. */
+    Hold hold(IdempotencyScope scope, OwnerToken owner, Duration lease, Duration storeTimeout) {
+        Held entry = new Held(scope, lease, storeTimeout);
+        entry.nextRenewal = System.nanoTime() + lease.toNanos() / 3;
+        held.put(owner, entry);
+        return () -> held.remove(owner);
+    }
+
+    /** Leases currently held; for tests. */
+    int held() {
+        return held.size();
+    }
+
+    private void renewDue() {
+        long now = System.nanoTime();
+        held.forEach((owner, entry) -> {
+            if (entry.nextRenewal <= now && !entry.renewing) {
+                entry.renewing = true;
+                store.renew(entry.scope, owner, entry.lease)
+                        .timeout(entry.storeTimeout)
+                        // A failed call may be a passing Redis fault: try again at the next tick.
+                        .onErrorResume(e -> Mono.just(true))
+                        .subscribe(stillOurs -> {
+                            if (stillOurs) {
+                                entry.nextRenewal = System.nanoTime() + entry.lease.toNanos() / 3;
+                            } else {
+                                held.remove(owner, entry);
+                            }
+                        }, e -> { }, () -> entry.renewing = false);
+            }
+        });
+    }
+
+    @Override
+    public void destroy() {
+        ticker.dispose();
+    }
+
+    /** A held lease. */
+    interface Hold {
+        void release();
+    }
+
+    private static final class Held {
+        final IdempotencyScope scope;
+        final Duration lease;
+        final Duration storeTimeout;
+        volatile long nextRenewal;
+        volatile boolean renewing;
+
+        Held(IdempotencyScope scope, Duration lease, Duration storeTimeout) {
+            this.scope = scope;
+            this.lease = lease;
+            this.storeTimeout = storeTimeout;
+        }
+    }
+}

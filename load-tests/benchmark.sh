@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark, in one run on this machine: the backend called directly, a plain Spring Cloud Gateway
+# route, the same route with the Idempotency filter (first writes) and the same route replaying.
+# It starts its own Redis, a fixed-latency stub backend and a gateway, drives the load with
+# dev.retrysafe.loadtests.bench.LoadDriver, and writes load-tests/target/benchmark/benchmark.{md,json}.
+#
+#   load-tests/benchmark.sh                       # about 2 minutes
+#   WARMUP=60 DURATION=20 load-tests/benchmark.sh # steadier numbers, about 6 minutes
+#
+# Settings (environment): WARMUP seconds (40), DURATION seconds per measurement (8), LIGHT connections (4),
+# HEAVY connections (32), BACKEND_LATENCY_MS (0), ports BENCH_GATEWAY_PORT (18090), BENCH_BACKEND_PORT (18091),
+# BENCH_REDIS_PORT (16390).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+WARMUP="${WARMUP:-40}"
+DURATION="${DURATION:-8}"
+LIGHT="${LIGHT:-4}"
+HEAVY="${HEAVY:-32}"
+BACKEND_LATENCY_MS="${BACKEND_LATENCY_MS:-0}"
+GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
+BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
+REDIS_PORT="${BENCH_REDIS_PORT:-16390}"
+out="$root/load-tests/target/benchmark"
+mkdir -p "$out"
+
+# One reactor run: every module writes the classpath file, load-tests (built last) has the final word.
+./mvnw -q -B -DskipTests -pl load-tests -am package dependency:build-classpath \
+  -Dmdep.outputFile="$out/classpath.txt" -Dmdep.includeScope=runtime
+cp="$root/load-tests/target/classes:$(cat "$out/classpath.txt")"
+gateway_jar=$(ls "$root"/gateway/target/idempotency-gateway-*-exec.jar)
+
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+redis_args=()
+if command -v redis-server >/dev/null 2>&1; then
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no > "$out/redis.log" 2>&1 &
+  pids+=($!)
+  redis_args=(--spring.data.redis.port="$REDIS_PORT")
+else
+  redis_args=(--idempotency.embedded-redis.enabled=true --idempotency.embedded-redis.port="$REDIS_PORT")
+fi
+
+java -Xmx256m -cp "$cp" dev.retrysafe.loadtests.bench.StubBackend "$BACKEND_PORT" "$BACKEND_LATENCY_MS" \
+  > "$out/backend.log" 2>&1 &
+pids+=($!)
+
+# Started from target/ so that the repository's ./config/application.yml (the Onboarding routes) is not picked up.
+route="--spring.cloud.gateway.server.webflux.routes"
+(cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$GATEWAY_PORT" "${redis_args[@]}" \
+  --spring.main.banner-mode=off --logging.level.root=WARN \
+  "$route[0].id=plain" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/plain/**" \
+  "$route[1].id=onboarding" "$route[1].uri=http://127.0.0.1:$BACKEND_PORT" "$route[1].predicates[0]=Path=/merchants/**" \
+  "$route[1].filters[0].name=Idempotency" \
+  "$route[1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
+  > "$out/gateway.log" 2>&1) &
+pids+=($!)
+
+for port in "$BACKEND_PORT" "$GATEWAY_PORT"; do
+  for _ in $(seq 1 240); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    sleep 0.5
+  done
+done
+
+java -Xmx512m -cp "$cp" dev.retrysafe.loadtests.bench.LoadDriver \
+  --backend="http://127.0.0.1:$BACKEND_PORT/merchants" \
+  --plain="http://127.0.0.1:$GATEWAY_PORT/plain/merchants" \
+  --guarded="http://127.0.0.1:$GATEWAY_PORT/merchants" \
+  --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out"
