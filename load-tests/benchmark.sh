@@ -51,7 +51,7 @@ pids+=($!)
 # Started from target/ so that the repository's ./config/application.yml (the Onboarding routes) is not picked up.
 route="--spring.cloud.gateway.server.webflux.routes"
 (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$GATEWAY_PORT" "${redis_args[@]}" \
-  --spring.main.banner-mode=off --logging.level.root=WARN \
+  --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
   "$route[0].id=plain" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/plain/**" \
   "$route[1].id=onboarding" "$route[1].uri=http://127.0.0.1:$BACKEND_PORT" "$route[1].predicates[0]=Path=/merchants/**" \
   "$route[1].filters[0].name=Idempotency" \

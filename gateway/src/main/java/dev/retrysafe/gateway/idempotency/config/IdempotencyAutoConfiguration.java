@@ -51,11 +51,14 @@ public class IdempotencyAutoConfiguration {
 
     /**
      * Lettuce queues commands while disconnected by default, and would run a reservation long after the client was
-     * told 503. Failing fast while Redis is away keeps "refused" meaning "nothing happened".
+     * told 503: failing fast while Redis is away keeps "refused" meaning "nothing happened". And by default every
+     * reply continues the request's reactive chain on Lettuce's single connection thread, so all guarded requests
+     * would be forwarded and answered from one thread: replies are published on Lettuce's computation threads.
      */
     @Bean
-    LettuceClientOptionsBuilderCustomizer idempotencyRejectCommandsWhileDisconnected() {
-        return options -> options.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS);
+    LettuceClientOptionsBuilderCustomizer idempotencyLettuceOptions() {
+        return options -> options.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .publishOnScheduler(true);
     }
 
     /**
