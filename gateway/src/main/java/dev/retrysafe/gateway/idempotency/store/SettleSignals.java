@@ -30,6 +30,12 @@ public final class SettleSignals {
         }
     }
 
+    /** Number of requests waiting on one scope hash; for tests and metrics. */
+    public int waiters(String scopeHash) {
+        Slot slot = slots.get(scopeHash);
+        return slot == null ? 0 : slot.holders;
+    }
+
     /** Number of scope hashes with at least one waiter; for tests and metrics. */
     public int waitingScopes() {
         return slots.size();
@@ -37,7 +43,7 @@ public final class SettleSignals {
 
     private static final class Slot {
         final Sinks.Empty<Void> sink = Sinks.empty();
-        int holders;
+        volatile int holders;
     }
 
     private final class Waiter implements SettleWaiter {

@@ -36,6 +36,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
 abstract class GatewayFilterTestBase {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
     static final int closedPort = closedPort();
+    static final LargeBodyUpstream largeBody = new LargeBodyUpstream(100L * 1024 * 1024);
 
     static {
         upstream.start();
@@ -74,6 +75,7 @@ abstract class GatewayFilterTestBase {
         route(registry, 8, "long-wait", upstreamUri, "/long-wait/**", Map.of("in-flight-wait", "20s"));
         route(registry, 9, "process", upstreamUri, "/proc/merchants/**", Map.of(
                 "process-status-uri", "/proc/processes/{processId}"));
+        route(registry, 10, "large", "http://127.0.0.1:" + largeBody.port(), "/large/**", Map.of());
     }
 
     private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,

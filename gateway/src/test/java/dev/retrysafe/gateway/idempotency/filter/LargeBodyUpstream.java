@@ -1,0 +1,80 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** An upstream on a real socket that answers every request with {@code size} bytes, counting what it wrote. */
+final class LargeBodyUpstream {
+    private final ServerSocket server;
+    private final long size;
+    private final AtomicLong written = new AtomicLong();
+
+    LargeBodyUpstream(long size) {
+        this.size = size;
+        try {
+            server = new ServerSocket(0);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Thread acceptor = new Thread(this::accept, "large-body-upstream");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    int port() {
+        return server.getLocalPort();
+    }
+
+    long written() {
+        return written.get();
+    }
+
+    private void accept() {
+        while (!server.isClosed()) {
+            try {
+                Socket socket = server.accept();
+                Thread serve = new Thread(() -> serve(socket), "large-body-upstream-conn");
+                serve.setDaemon(true);
+                serve.start();
+            } catch (IOException closed) {
+                return;
+            }
+        }
+    }
+
+    private void serve(Socket socket) {
+        try (socket) {
+            InputStream in = socket.getInputStream();
+            StringBuilder head = new StringBuilder();
+            while (!head.toString().endsWith("\r\n\r\n")) {
+                int b = in.read();
+                if (b < 0) {
+                    return;
+                }
+                head.append((char) b);
+            }
+            String lower = head.toString().toLowerCase();
+            int at = lower.indexOf("content-length:");
+            if (at >= 0) {
+                in.readNBytes(Integer.parseInt(lower.substring(at + 15, lower.indexOf("\r\n", at)).trim()));
+            }
+            OutputStream out = socket.getOutputStream();
+            out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " + size
+                    + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] chunk = new byte[64 * 1024];
+            for (long sent = 0; sent < size; sent += chunk.length) {
+                out.write(chunk, 0, (int) Math.min(chunk.length, size - sent));
+                written.addAndGet(Math.min(chunk.length, size - sent));
+            }
+            out.flush();
+        } catch (IOException gone) {
+            // the gateway hung up
+        }
+    }
+}
