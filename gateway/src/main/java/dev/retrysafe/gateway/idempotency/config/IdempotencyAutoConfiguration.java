@@ -85,8 +85,10 @@ public class IdempotencyAutoConfiguration {
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
-    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
-        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals);
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
+            IdempotencyProperties properties) {
+        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()));
     }
 
     @Bean

@@ -27,6 +27,7 @@ public record IdempotencyProperties(
         @DefaultValue({"401", "403", "408", "425", "429", "503"}) Set<Integer> releaseOnStatus,
         @DefaultValue("1MB") DataSize maxRequestBytes,
         @DefaultValue("1MB") DataSize maxStoredResponseBytes,
+        @DefaultValue("1KB") DataSize compressStoredBodiesAbove,
         @DefaultValue("1s") Duration storeTimeout,
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue("false") boolean upstreamHonoursKey,

@@ -44,10 +44,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
+    private final int compressAbove;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
+        this(redis, signals, 1024);
+    }
+
+    /** @param compressAbove stored bodies of at least this many bytes are deflated when that saves space */
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+            int compressAbove) {
         this.redis = redis;
         this.signals = signals;
+        this.compressAbove = compressAbove;
     }
 
     public static String recordKey(IdempotencyScope scope) {
@@ -82,7 +90,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
-        List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response()),
+        List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response(), compressAbove),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
                 CHANNEL, bytes(scope.hash()), bytes(identity));
         return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next())

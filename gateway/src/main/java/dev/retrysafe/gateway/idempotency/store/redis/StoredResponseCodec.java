@@ -10,31 +10,50 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.zip.DataFormatException;
+import java.util.zip.Deflater;
+import java.util.zip.Inflater;
 
 /**
  * Compact binary form of a stored response, kept in one Redis hash field. A version byte leads so that a later
- * format (compression, encryption) can read records written by this one.
+ * format (encryption) can read records written by this one. Bodies from {@code compressAbove} bytes are stored
+ * deflated when that makes them smaller: Redis memory is the cost that grows with retention.
  */
 final class StoredResponseCodec {
     private static final int VERSION = 1;
     private static final int FLAG_BODY_OMITTED = 1;
+    private static final int FLAG_BODY_DEFLATED = 2;
+    private static final int NEVER = Integer.MAX_VALUE;
 
     private StoredResponseCodec() {
     }
 
     static byte[] encode(StoredResponse response) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(response.body().length + 256);
+        return encode(response, NEVER);
+    }
+
+    static byte[] encode(StoredResponse response, int compressAbove) {
+        byte[] body = response.body();
+        boolean deflated = false;
+        if (body.length >= compressAbove) {
+            byte[] smaller = deflate(body);
+            if (smaller.length < body.length) {
+                body = smaller;
+                deflated = true;
+            }
+        }
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(body.length + 256);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeByte(VERSION);
-            out.writeByte(response.bodyOmitted() ? FLAG_BODY_OMITTED : 0);
+            out.writeByte((response.bodyOmitted() ? FLAG_BODY_OMITTED : 0) | (deflated ? FLAG_BODY_DEFLATED : 0));
             out.writeShort(response.status());
             out.writeInt(response.headers().size());
             for (ResponseHeader header : response.headers()) {
                 writeString(out, header.name());
                 writeString(out, header.value());
             }
-            out.writeInt(response.body().length);
-            out.write(response.body());
+            out.writeInt(body.length);
+            out.write(body);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -56,6 +75,9 @@ final class StoredResponseCodec {
             }
             byte[] body = new byte[length(in, 1)];
             in.readFully(body);
+            if ((flags & FLAG_BODY_DEFLATED) != 0) {
+                body = inflate(body);
+            }
             return new StoredResponse(status, headers, body, (flags & FLAG_BODY_OMITTED) != 0);
         } catch (IOException e) {
             throw new IllegalStateException("Corrupt stored response", e);
@@ -66,6 +88,43 @@ final class StoredResponseCodec {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         out.writeInt(bytes.length);
         out.write(bytes);
+    }
+
+    private static byte[] deflate(byte[] body) {
+        Deflater deflater = new Deflater(Deflater.BEST_SPEED);
+        try {
+            deflater.setInput(body);
+            deflater.finish();
+            ByteArrayOutputStream out = new ByteArrayOutputStream(body.length / 2 + 64);
+            byte[] chunk = new byte[8192];
+            while (!deflater.finished()) {
+                out.write(chunk, 0, deflater.deflate(chunk));
+            }
+            return out.toByteArray();
+        } finally {
+            deflater.end();
+        }
+    }
+
+    private static byte[] inflate(byte[] deflated) throws IOException {
+        Inflater inflater = new Inflater();
+        try {
+            inflater.setInput(deflated);
+            ByteArrayOutputStream out = new ByteArrayOutputStream(deflated.length * 3);
+            byte[] chunk = new byte[8192];
+            while (!inflater.finished()) {
+                int n = inflater.inflate(chunk);
+                if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+                    throw new IOException("Truncated compressed body");
+                }
+                out.write(chunk, 0, n);
+            }
+            return out.toByteArray();
+        } catch (DataFormatException e) {
+            throw new IOException("Corrupt compressed body", e);
+        } finally {
+            inflater.end();
+        }
     }
 
     /** A count or length read from the blob, checked against what is left so a damaged one cannot allocate wildly. */

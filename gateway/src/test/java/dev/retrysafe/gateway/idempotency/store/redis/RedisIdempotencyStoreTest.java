@@ -260,6 +260,72 @@ class RedisIdempotencyStoreTest {
                 .existing().processEnded()).isTrue();
     }
 
+    /**
+     * Record sizes as Redis counts them (MEMORY USAGE), for the README's capacity section: with Redis's default
+     * {@code hash-max-listpack-value} (64) the stored response makes the hash a hashtable; raised to 1024, it stays a
+     * compact listpack.
+     */
+    @Test
+    void recordsStaySmallInRedis() {
+        long[] defaultEncoding = recordSizes();
+        listpackValueLimit(1024);
+        try {
+            long[] listpack = recordSizes();
+            System.out.printf("Record size in Redis: in flight %d bytes, completed Onboarding 202 %d bytes "
+                    + "(hash-max-listpack-value 64); %d and %d bytes with hash-max-listpack-value 1024%n",
+                    defaultEncoding[0], defaultEncoding[1], listpack[0], listpack[1]);
+            assertThat(listpack[1]).isLessThan(defaultEncoding[1]).isLessThan(768);
+        } finally {
+            listpackValueLimit(64);
+        }
+        assertThat(defaultEncoding[0]).isLessThan(512);
+        assertThat(defaultEncoding[1]).isLessThan(1280);
+    }
+
+    private static long[] recordSizes() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        long inFlight = Long.parseLong(memoryUsage(scope));
+        StoredResponse onboarding202 = new StoredResponse(202, List.of(
+                new ResponseHeader("Location", "/processes/9204b4dd-5d16-4708-9762-ec3d7d13ae3c"),
+                new ResponseHeader("Retry-After", "1"), new ResponseHeader("Content-Type", "application/json")),
+                "{\"processId\":\"9204b4dd-5d16-4708-9762-ec3d7d13ae3c\",\"status\":\"PENDING\"}"
+                        .getBytes(StandardCharsets.UTF_8), false);
+        complete(scope, owner, onboarding202).block();
+        return new long[] {inFlight, Long.parseLong(memoryUsage(scope))};
+    }
+
+    static String memoryUsage(IdempotencyScope scope) {
+        return String.valueOf(strings.execute(org.springframework.data.redis.core.script.RedisScript.of(
+                        "return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')", Long.class),
+                List.of(RedisIdempotencyStore.recordKey(scope))).next().block());
+    }
+
+    static void listpackValueLimit(int bytes) {
+        try (var connection = connections.getConnection()) {
+            connection.serverCommands().setConfig("hash-max-ziplist-value", Integer.toString(bytes));
+        }
+    }
+
+    @Test
+    void largeCompressibleBodiesAreStoredCompressed() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        byte[] body = "{\"site\":\"https://a.example\",\"status\":\"PENDING\"}".repeat(3000)
+                .getBytes(StandardCharsets.UTF_8);
+        reserve(scope, FP, owner, LEASE, false).block();
+        complete(scope, owner, new StoredResponse(200, List.of(), body, false)).block();
+        Long stored = strings.<String, String>opsForHash().size(RedisIdempotencyStore.recordKey(scope)).block();
+        long responseBytes = strings.execute(c -> c.hashCommands().hStrLen(
+                java.nio.ByteBuffer.wrap(RedisIdempotencyStore.recordKey(scope).getBytes(StandardCharsets.UTF_8)),
+                java.nio.ByteBuffer.wrap("response".getBytes(StandardCharsets.UTF_8)))).next().block();
+        assertThat(stored).isPositive();
+        assertThat(responseBytes).isLessThan(body.length / 10);
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().response().orElseThrow().body()).isEqualTo(body);
+    }
+
     @Test
     void releaseByTheOwnerFreesTheKey() {
         IdempotencyScope scope = newScope();

@@ -132,4 +132,41 @@ class StoredResponseCodecTest {
                     .isThrownBy(() -> StoredResponseCodec.decode(copy));
         }
     }
+
+    @Test
+    void aLargeCompressibleBodyIsStoredDeflatedAndComesBackByteIdentical() {
+        byte[] json = "{\"sites\":[\"https://a.example\",\"https://b.example\"],\"status\":\"PENDING\"}"
+                .repeat(2000).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        StoredResponse response = new StoredResponse(202, List.of(new ResponseHeader("Content-Type", "application/json")),
+                json, false);
+
+        byte[] compressed = StoredResponseCodec.encode(response, 1024);
+        byte[] plain = StoredResponseCodec.encode(response);
+
+        assertThat(compressed.length).isLessThan(plain.length / 10);
+        assertThat(StoredResponseCodec.decode(compressed)).isEqualTo(response);
+    }
+
+    @Test
+    void smallOrIncompressibleBodiesAreStoredAsTheyAre() {
+        byte[] random = new byte[4096];
+        new java.util.Random(3).nextBytes(random);
+        StoredResponse noise = new StoredResponse(200, List.of(), random, false);
+        StoredResponse small = new StoredResponse(202, List.of(), "{\"processId\":\"p\"}".getBytes(), false);
+
+        assertThat(StoredResponseCodec.encode(noise, 1024)).isEqualTo(StoredResponseCodec.encode(noise));
+        assertThat(StoredResponseCodec.encode(small, 1024)).isEqualTo(StoredResponseCodec.encode(small));
+        assertThat(StoredResponseCodec.decode(StoredResponseCodec.encode(noise, 1024))).isEqualTo(noise);
+    }
+
+    @Test
+    void aDamagedCompressedBodyFailsWithIllegalStateException() {
+        byte[] json = "{\"a\":1}".repeat(1000).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] encoded = StoredResponseCodec.encode(new StoredResponse(200, List.of(), json, false), 16);
+        byte[] damaged = encoded.clone();
+        for (int i = damaged.length - 20; i < damaged.length; i++) {
+            damaged[i] ^= 0x5a;
+        }
+        assertThatIllegalStateException().isThrownBy(() -> StoredResponseCodec.decode(damaged));
+    }
 }
