@@ -26,13 +26,18 @@ final class LocalRedisCluster implements AutoCloseable {
     }
 
     LocalRedisCluster(int masters) throws IOException, InterruptedException {
+        this(masters, 0);
+    }
+
+    /** {@code replicasPerMaster} replicas each; a short node timeout so that failovers take seconds. */
+    LocalRedisCluster(int masters, int replicasPerMaster) throws IOException, InterruptedException {
         Path root = Files.createDirectories(Path.of("target/redis-cluster-" + System.nanoTime()));
-        for (int i = 0; i < masters; i++) {
+        for (int i = 0; i < masters * (1 + replicasPerMaster); i++) {
             int port = freePort();
             Path dir = Files.createDirectories(root.resolve(Integer.toString(port)));
             servers.add(new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
                     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--save", "",
-                    "--appendonly", "no", "--dir", dir.toAbsolutePath().toString())
+                    "--appendonly", "no", "--cluster-node-timeout", "1000", "--dir", dir.toAbsolutePath().toString())
                     .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start());
             ports.add(port);
         }
@@ -41,10 +46,24 @@ final class LocalRedisCluster implements AutoCloseable {
         }
         List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
         ports.forEach(p -> create.add("127.0.0.1:" + p));
-        create.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+        create.addAll(List.of("--cluster-replicas", Integer.toString(replicasPerMaster), "--cluster-yes"));
         run(create, root.resolve("create.log").toFile());
         for (int port : ports) {
             awaitClusterOk(port);
+        }
+        // A replica that has not finished its first sync cannot be promoted: wait for every link to be up.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        for (int port : ports) {
+            while (true) {
+                String replication = cli(port, "info", "replication");
+                if (replication.contains("role:master") || replication.contains("master_link_status:up")) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("Replica " + port + " never synced with its master");
+                }
+                Thread.onSpinWait();
+            }
         }
     }
 
@@ -66,11 +85,23 @@ final class LocalRedisCluster implements AutoCloseable {
         return out;
     }
 
+    /** Kills the node on {@code port} with SIGKILL, as a crashed machine would go. */
+    void kill(int port) throws InterruptedException {
+        Process node = servers.get(ports.indexOf(port));
+        node.destroyForcibly();
+        node.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** Waits (bounded) until a live node reports the cluster healthy again. */
+    void awaitHealthy(int livePort) throws IOException, InterruptedException {
+        awaitClusterOk(livePort);
+    }
+
     /** The port of the master that owns the key's slot. */
     int ownerOf(String key) throws IOException, InterruptedException {
         for (int port : ports) {
             String reply = cli(port, "exists", key);
-            if (!reply.contains("MOVED")) {
+            if (!reply.contains("MOVED") && !reply.contains("refused") && !reply.contains("Could not connect")) {
                 return port;
             }
         }
