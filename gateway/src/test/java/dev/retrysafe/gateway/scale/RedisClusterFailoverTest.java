@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import io.lettuce.core.cluster.SlotHash;
-import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -23,9 +22,7 @@ import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.web.reactive.function.client.WebClient;
 
 /**
  * A master of a three-master, three-replica Redis Cluster is killed with SIGKILL while requests run. What clients
@@ -46,36 +43,20 @@ class RedisClusterFailoverTest {
         upstream = new WireMockServer(options().dynamicPort());
         upstream.start();
         upstream.stubFor(post(urlPathMatching("/merchants/.*")).willReturn(aResponse().withStatus(202).withBody("ok")));
-        String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
-        gateway = new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(Map.of(
-                "server.port", "0",
+        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), Map.of(
                 "spring.data.redis.cluster.nodes", cluster.nodes(),
                 "spring.data.redis.lettuce.cluster.refresh.adaptive", "true",
                 "spring.data.redis.lettuce.cluster.refresh.period", "1s",
-                "spring.data.redis.timeout", "1s",
-                prefix + "id", "onboarding",
-                prefix + "uri", "http://127.0.0.1:" + upstream.port(),
-                prefix + "predicates[0]", "Path=/merchants/**",
-                prefix + "filters[0].name", "Idempotency")).run();
+                "spring.data.redis.timeout", "1s"));
     }
 
     @AfterAll
-    static void stop() {
-        if (gateway != null) {
-            gateway.close();
-        }
-        if (upstream != null) {
-            upstream.stop();
-        }
-        if (cluster != null) {
-            cluster.close();
-        }
+    static void stop() throws Exception {
+        Gateways.closeAll(gateway, upstream == null ? null : upstream::stop, cluster);
     }
 
     static int send(String key) {
-        return WebClient.create("http://127.0.0.1:"
-                        + gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class))
-                .post().uri("/merchants/" + key).header("Idempotency-Key", key).bodyValue("x")
+        return Gateways.client(gateway).post().uri("/merchants/" + key).header("Idempotency-Key", key).bodyValue("x")
                 .exchangeToMono(r -> r.releaseBody().thenReturn(r.statusCode().value()))
                 .onErrorReturn(-1).block(Duration.ofSeconds(30));
     }

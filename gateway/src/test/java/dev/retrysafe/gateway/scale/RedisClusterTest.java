@@ -11,7 +11,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -23,12 +22,10 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.http.ResponseEntity;
-import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -50,33 +47,17 @@ class RedisClusterTest {
         cluster = new LocalRedisCluster(3);
         upstream = new WireMockServer(options().dynamicPort());
         upstream.start();
-        String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
-        gateway = new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(Map.of(
-                "server.port", "0",
-                "spring.data.redis.cluster.nodes", cluster.nodes(),
-                prefix + "id", "onboarding",
-                prefix + "uri", "http://127.0.0.1:" + upstream.port(),
-                prefix + "predicates[0]", "Path=/merchants/**",
-                prefix + "filters[0].name", "Idempotency")).run();
+        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(),
+                Map.of("spring.data.redis.cluster.nodes", cluster.nodes()));
     }
 
     @AfterAll
-    static void stop() {
-        if (gateway != null) {
-            gateway.close();
-        }
-        if (upstream != null) {
-            upstream.stop();
-        }
-        if (cluster != null) {
-            cluster.close();
-        }
+    static void stop() throws Exception {
+        Gateways.closeAll(gateway, upstream == null ? null : upstream::stop, cluster);
     }
 
     static Mono<ResponseEntity<String>> send(String path, String key, String body) {
-        return WebClient.create("http://127.0.0.1:"
-                        + gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class))
-                .post().uri(path).header("Idempotency-Key", key).bodyValue(body)
+        return Gateways.client(gateway).post().uri(path).header("Idempotency-Key", key).bodyValue(body)
                 .exchangeToMono(r -> r.toEntity(String.class));
     }
 

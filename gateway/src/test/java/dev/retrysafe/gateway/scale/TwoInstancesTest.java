@@ -9,7 +9,6 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.gateway.idempotency.embedded.EmbeddedRedisServer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -21,10 +20,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.http.ResponseEntity;
-import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -48,16 +45,10 @@ class TwoInstancesTest {
     }
 
     static ConfigurableApplicationContext gateway() {
-        String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
-        return new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(Map.of(
-                "server.port", "0",
+        return Gateways.start("http://127.0.0.1:" + upstream.port(), Map.of(
                 "spring.data.redis.host", "127.0.0.1",
                 "spring.data.redis.port", String.valueOf(redis.port()),
-                "idempotency.in-flight-wait", "20s",
-                prefix + "id", "onboarding",
-                prefix + "uri", "http://127.0.0.1:" + upstream.port(),
-                prefix + "predicates[0]", "Path=/merchants/**",
-                prefix + "filters[0].name", "Idempotency")).run();
+                "idempotency.in-flight-wait", "20s"));
     }
 
     @AfterAll
@@ -73,13 +64,8 @@ class TwoInstancesTest {
         upstream.resetAll();
     }
 
-    static WebClient client(ConfigurableApplicationContext gateway) {
-        return WebClient.create("http://127.0.0.1:"
-                + gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class));
-    }
-
     static Mono<ResponseEntity<String>> send(ConfigurableApplicationContext gateway, String path, String key) {
-        return client(gateway).post().uri(path).header("Idempotency-Key", key).bodyValue("{\"legalName\":\"ACME\"}")
+        return Gateways.client(gateway).post().uri(path).header("Idempotency-Key", key).bodyValue("{\"legalName\":\"ACME\"}")
                 .exchangeToMono(r -> r.toEntity(String.class));
     }
 
