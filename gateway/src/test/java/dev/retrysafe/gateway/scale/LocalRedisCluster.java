@@ -151,7 +151,7 @@ final class LocalRedisCluster implements AutoCloseable {
         }
     }
 
-    private static void awaitListening(int port) {
+    static void awaitListening(int port) {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
             try (Socket socket = new Socket("127.0.0.1", port)) {
@@ -176,7 +176,7 @@ final class LocalRedisCluster implements AutoCloseable {
         return false;
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket socket = new ServerSocket(0)) {
             return socket.getLocalPort();
         }
@@ -184,10 +184,14 @@ final class LocalRedisCluster implements AutoCloseable {
 
     @Override
     public void close() {
-        servers.forEach(Process::destroy);
-        for (Process server : servers) {
+        stopAll(servers);
+    }
+
+    static void stopAll(List<Process> processes) {
+        processes.forEach(Process::destroy);
+        for (Process process : processes) {
             try {
-                server.waitFor(10, TimeUnit.SECONDS);
+                process.waitFor(10, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

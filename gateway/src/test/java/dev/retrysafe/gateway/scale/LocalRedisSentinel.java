@@ -1,11 +1,8 @@
 package dev.retrysafe.gateway.scale;
 
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -26,12 +23,12 @@ final class LocalRedisSentinel implements AutoCloseable {
 
     LocalRedisSentinel() throws IOException, InterruptedException {
         Path root = Files.createDirectories(Path.of("target/redis-sentinel-" + System.nanoTime()));
-        masterPort = freePort();
-        replicaPort = freePort();
+        masterPort = LocalRedisCluster.freePort();
+        replicaPort = LocalRedisCluster.freePort();
         master = server(root, masterPort);
         server(root, replicaPort, "--replicaof", "127.0.0.1", Integer.toString(masterPort));
         for (int i = 0; i < 3; i++) {
-            int port = freePort();
+            int port = LocalRedisCluster.freePort();
             Path dir = Files.createDirectories(root.resolve("sentinel-" + port));
             Path conf = dir.resolve("sentinel.conf");
             Files.writeString(conf, String.join("\n",
@@ -47,7 +44,7 @@ final class LocalRedisSentinel implements AutoCloseable {
             sentinelPorts.add(port);
         }
         for (int port : sentinelPorts) {
-            awaitListening(port);
+            LocalRedisCluster.awaitListening(port);
         }
         awaitReplicaInSync();
     }
@@ -74,7 +71,7 @@ final class LocalRedisSentinel implements AutoCloseable {
         Process process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile()).start();
         processes.add(process);
-        awaitListening(port);
+        LocalRedisCluster.awaitListening(port);
         return process;
     }
 
@@ -88,33 +85,8 @@ final class LocalRedisSentinel implements AutoCloseable {
         }
     }
 
-    private static void awaitListening(int port) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (System.nanoTime() < deadline) {
-            try (Socket socket = new Socket("127.0.0.1", port)) {
-                return;
-            } catch (IOException notYet) {
-                Thread.onSpinWait();
-            }
-        }
-        throw new IllegalStateException("Nothing listening on " + port);
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
-    }
-
     @Override
     public void close() {
-        processes.forEach(Process::destroy);
-        for (Process process : processes) {
-            try {
-                process.waitFor(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        LocalRedisCluster.stopAll(processes);
     }
 }

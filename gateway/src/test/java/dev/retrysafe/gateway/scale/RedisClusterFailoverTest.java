@@ -17,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -68,36 +67,22 @@ class RedisClusterFailoverTest {
     @Test
     void killingAMasterShowsAsShort503sForItsKeysThenHeals() throws Exception {
         // Keys whose records live on the master about to die.
-        String probe = UUID.randomUUID().toString();
-        int victim = cluster.ownerOf(recordKey(probe));
+        String first = UUID.randomUUID().toString();
+        int victim = cluster.ownerOf(recordKey(first));
         int survivor = cluster.ports().stream().filter(p -> p != victim).findFirst().orElseThrow();
-        assertThat(send(probe)).isEqualTo(202);
+        assertThat(send(first)).isEqualTo(202);
         List<int[]> victimSlots = slotsOf(victim);
         assertThat(victimSlots).isNotEmpty();
 
         cluster.kill(victim);
-        Map<Integer, Integer> seen = new TreeMap<>();
-        List<String> accepted = new ArrayList<>();
-        int consecutiveOk = 0;
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (consecutiveOk < 10 && System.nanoTime() < deadline) {
-            String key = keyOnSlotsOf(victimSlots);
-            int status = send(key);
-            seen.merge(status, 1, Integer::sum);
-            if (status == 202) {
-                accepted.add(key);
-                consecutiveOk++;
-            } else {
-                consecutiveOk = 0;
-            }
-        }
-        System.out.println("Statuses for keys on the killed master, from the kill until 10 in a row succeeded: " + seen);
-        assertThat(consecutiveOk).as("healed without a gateway restart: %s", seen).isEqualTo(10);
-        assertThat(seen.keySet()).as("only 202, or 503 while failing over").isSubsetOf(202, 503);
+        FailoverProbe probe = FailoverProbe.run(() -> keyOnSlotsOf(victimSlots), RedisClusterFailoverTest::send, 10,
+                Duration.ofSeconds(60));
+        assertThat(probe.consecutiveOk).as("healed without a gateway restart: %s", probe.statuses).isEqualTo(10);
+        assertThat(probe.statuses.keySet()).as("only 202, or 503 while failing over").isSubsetOf(202, 503);
         cluster.awaitHealthy(survivor);
 
         // Every accepted key reached the upstream once; their replays come from the promoted replica.
-        for (String key : accepted) {
+        for (String key : probe.accepted) {
             assertThat(upstream.countRequestsMatching(postRequestedFor(urlPathMatching("/merchants/" + key)).build())
                     .getCount()).isEqualTo(1);
             assertThat(send(key)).isEqualTo(200);

@@ -10,10 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -68,27 +65,13 @@ class RedisSentinelFailoverTest {
         }
 
         sentinel.killMaster();
-        Map<Integer, Integer> seen = new TreeMap<>();
-        List<String> accepted = new ArrayList<>();
-        int consecutiveOk = 0;
-        long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (consecutiveOk < 10 && System.nanoTime() < until) {
-            String key = UUID.randomUUID().toString();
-            int status = send(key);
-            seen.merge(status, 1, Integer::sum);
-            if (status == 202) {
-                accepted.add(key);
-                consecutiveOk++;
-            } else {
-                consecutiveOk = 0;
-            }
-        }
-        System.out.println("Statuses from the master's kill until 10 in a row succeeded: " + seen);
-        assertThat(consecutiveOk).as("healed without a gateway restart: %s", seen).isEqualTo(10);
-        assertThat(seen.keySet()).as("only 202, or 503 while failing over").isSubsetOf(202, 503);
+        FailoverProbe probe = FailoverProbe.run(() -> UUID.randomUUID().toString(), RedisSentinelFailoverTest::send,
+                10, Duration.ofSeconds(60));
+        assertThat(probe.consecutiveOk).as("healed without a gateway restart: %s", probe.statuses).isEqualTo(10);
+        assertThat(probe.statuses.keySet()).as("only 202, or 503 while failing over").isSubsetOf(202, 503);
 
         assertThat(send(before)).as("a result replicated before the kill replays from the new master").isEqualTo(200);
-        for (String key : accepted) {
+        for (String key : probe.accepted) {
             assertThat(upstream.countRequestsMatching(postRequestedFor(urlPathMatching("/merchants/" + key)).build())
                     .getCount()).isEqualTo(1);
         }
