@@ -38,7 +38,8 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "management.server.port=0",
                 "management.endpoints.web.exposure.include=health,idempotency",
                 "idempotency.operator.username=ops",
-                "idempotency.operator.password=s3cret"})
+                "idempotency.operator.password=s3cret",
+                "idempotency.tenant-header=X-Tenant-Id"})
 @ExtendWith(OutputCaptureExtension.class)
 class OperatorEndpointTest {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
@@ -62,6 +63,12 @@ class OperatorEndpointTest {
         registry.add(prefix + "uri", () -> "http://127.0.0.1:" + upstream.port());
         registry.add(prefix + "predicates[0]", () -> "Path=/merchants/**");
         registry.add(prefix + "filters[0].name", () -> "Idempotency");
+        String slow = "spring.cloud.gateway.server.webflux.routes[1].";
+        registry.add(slow + "id", () -> "slow");
+        registry.add(slow + "uri", () -> "http://127.0.0.1:" + upstream.port());
+        registry.add(slow + "predicates[0]", () -> "Path=/slow/**");
+        registry.add(slow + "filters[0].name", () -> "Idempotency");
+        registry.add(slow + "metadata.response-timeout", () -> 20000);
     }
 
     @AfterAll
@@ -118,6 +125,33 @@ class OperatorEndpointTest {
                 .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
                 .expectStatus().isOk()
                 .expectBody().jsonPath("$.records[?(@.scopeHash == '" + hash(key) + "')].state").isEqualTo("UNCERTAIN");
+    }
+
+    @Test
+    void longInFlightRecordsAreListedPerRouteAndTenant() {
+        String key = UUID.randomUUID().toString();
+        upstream.stubFor(post(urlEqualTo("/slow/merchants")).willReturn(aResponse().withStatus(202).withFixedDelay(4000)));
+        org.springframework.web.reactive.function.client.WebClient.create("http://127.0.0.1:" + port).post()
+                .uri("/slow/merchants").header("Idempotency-Key", key).header("X-Tenant-Id", "acme").bodyValue("x")
+                .retrieve().toBodilessEntity().onErrorResume(e -> reactor.core.publisher.Mono.empty()).subscribe();
+        reactor.core.publisher.Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
+                .map(t -> upstream.countRequestsMatching(postRequestedFor(urlEqualTo("/slow/merchants")).build()).getCount())
+                .filter(n -> n > 0).next().block(Duration.ofSeconds(10));
+        String hash = new IdempotencyScope("header:acme", "slow", new IdempotencyKey(key)).hash();
+
+        management.get().uri("/actuator/idempotency?state=IN_FLIGHT&route=slow&tenant=header:acme&inFlightOlderThanSeconds=0")
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isOk()
+                .expectBody().jsonPath("$.records[?(@.scopeHash == '" + hash + "')].state").isEqualTo("IN_FLIGHT");
+        management.get().uri("/actuator/idempotency?state=IN_FLIGHT&route=slow&tenant=header:other&inFlightOlderThanSeconds=0")
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isOk()
+                .expectBody().jsonPath("$.records[?(@.scopeHash == '" + hash + "')]").isEmpty();
+        // A request in flight for less than the threshold is normal, not listed.
+        management.get().uri("/actuator/idempotency?state=IN_FLIGHT&route=slow&tenant=header:acme&inFlightOlderThanSeconds=3600")
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isOk()
+                .expectBody().jsonPath("$.records[?(@.scopeHash == '" + hash + "')]").isEmpty();
     }
 
     @Test
