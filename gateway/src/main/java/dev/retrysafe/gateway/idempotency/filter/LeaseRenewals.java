@@ -34,11 +34,6 @@ public final class LeaseRenewals implements DisposableBean {
         return () -> held.remove(owner);
     }
 
-    /** Leases currently held; for tests. */
-    int held() {
-        return held.size();
-    }
-
     private void renewDue() {
         long now = System.nanoTime();
         held.forEach((owner, entry) -> {

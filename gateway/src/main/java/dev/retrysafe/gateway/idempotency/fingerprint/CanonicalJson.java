@@ -51,10 +51,6 @@ public final class CanonicalJson {
         this.unorderedArrays = Set.copyOf(Objects.requireNonNull(unorderedArrays, "unorderedArrays"));
     }
 
-    public Set<String> unorderedArrays() {
-        return unorderedArrays;
-    }
-
     /**
      * @return the canonical UTF-8 bytes, or empty when {@code json} is not exactly one valid JSON
      *         value within Jackson's default limits (or repeats a key within an object)

@@ -54,11 +54,6 @@ public final class ProcessWatcher implements DisposableBean {
                 });
     }
 
-    /** Number of processes this instance is polling; for tests and metrics. */
-    public int polling() {
-        return polls.size();
-    }
-
     private void startPolling(String routeId, String processId, ProcessTracking tracking, String upstream,
             Duration retention) {
         if (!upstream.startsWith("http://") && !upstream.startsWith("https://")) {

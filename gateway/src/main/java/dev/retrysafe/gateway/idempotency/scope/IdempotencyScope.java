@@ -14,6 +14,7 @@ public final class IdempotencyScope {
     private final String routeId;
     private final IdempotencyKey key;
     private final String hash;
+    private final String tenantHash;
 
     /**
      * @param tenant  who sent the request; {@code ""} for anonymous requests
@@ -26,6 +27,7 @@ public final class IdempotencyScope {
         this.key = Objects.requireNonNull(key, "key");
         byte[] digest = new PartsDigest().add(tenant).add(routeId).add(key.value()).digest();
         this.hash = Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+        this.tenantHash = tenantHash(tenant);
     }
 
     public String tenant() {
@@ -61,7 +63,7 @@ public final class IdempotencyScope {
 
     /** SHA-256 of the tenant alone, base64url: lets operators list one tenant's records without storing it raw. */
     public String tenantHash() {
-        return tenantHash(tenant);
+        return tenantHash;
     }
 
     public static String tenantHash(String tenant) {
