@@ -7,9 +7,12 @@
 #   load-tests/benchmark.sh                       # about 2 minutes
 #   WARMUP=60 DURATION=20 load-tests/benchmark.sh # steadier numbers, about 6 minutes
 #
+# With redis-server on the PATH it also starts a replica of that Redis and a second gateway with
+# idempotency.replica-acks=1 (Redis WAIT), measured as "first writes, replica-acks 1".
+#
 # Settings (environment): WARMUP seconds (40), DURATION seconds per measurement (8), LIGHT connections (4),
 # HEAVY connections (32), BACKEND_LATENCY_MS (0), ports BENCH_GATEWAY_PORT (18090), BENCH_BACKEND_PORT (18091),
-# BENCH_REDIS_PORT (16390).
+# BENCH_REDIS_PORT (16390), BENCH_REPLICA_PORT (16391), BENCH_ACKED_GATEWAY_PORT (18092).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -22,6 +25,8 @@ BACKEND_LATENCY_MS="${BACKEND_LATENCY_MS:-0}"
 GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
 BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
 REDIS_PORT="${BENCH_REDIS_PORT:-16390}"
+REPLICA_PORT="${BENCH_REPLICA_PORT:-16391}"
+ACKED_GATEWAY_PORT="${BENCH_ACKED_GATEWAY_PORT:-18092}"
 out="$root/load-tests/target/benchmark"
 mkdir -p "$out"
 
@@ -40,6 +45,9 @@ if command -v redis-server >/dev/null 2>&1; then
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no > "$out/redis.log" 2>&1 &
   pids+=($!)
   redis_args=(--spring.data.redis.port="$REDIS_PORT")
+  redis-server --port "$REPLICA_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --replicaof 127.0.0.1 "$REDIS_PORT" > "$out/redis-replica.log" 2>&1 &
+  pids+=($!)
 else
   redis_args=(--idempotency.embedded-redis.enabled=true --idempotency.embedded-redis.port="$REDIS_PORT")
 fi
@@ -59,7 +67,22 @@ route="--spring.cloud.gateway.server.webflux.routes"
   > "$out/gateway.log" 2>&1) &
 pids+=($!)
 
-for port in "$BACKEND_PORT" "$GATEWAY_PORT"; do
+ports=("$BACKEND_PORT" "$GATEWAY_PORT")
+acked_args=()
+if [ -n "${redis_args[0]:-}" ] && [ "${redis_args[0]}" = "--spring.data.redis.port=$REDIS_PORT" ]; then
+  (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$ACKED_GATEWAY_PORT" "${redis_args[@]}" \
+    --idempotency.replica-acks=1 \
+    --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
+    "$route[0].id=acked" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/merchants/**" \
+    "$route[0].filters[0].name=Idempotency" \
+    "$route[0].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
+    > "$out/gateway-acked.log" 2>&1) &
+  pids+=($!)
+  ports+=("$ACKED_GATEWAY_PORT")
+  acked_args=(--acked="http://127.0.0.1:$ACKED_GATEWAY_PORT/merchants")
+fi
+
+for port in "${ports[@]}"; do
   for _ in $(seq 1 240); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
     sleep 0.5
@@ -70,4 +93,4 @@ java -Xmx512m -cp "$cp" dev.retrysafe.loadtests.bench.LoadDriver \
   --backend="http://127.0.0.1:$BACKEND_PORT/merchants" \
   --plain="http://127.0.0.1:$GATEWAY_PORT/plain/merchants" \
   --guarded="http://127.0.0.1:$GATEWAY_PORT/merchants" \
-  --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out"
+  --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out" "${acked_args[@]}"

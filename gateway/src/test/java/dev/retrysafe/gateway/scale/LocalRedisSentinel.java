@@ -17,16 +17,37 @@ final class LocalRedisSentinel implements AutoCloseable {
 
     private final List<Process> processes = new ArrayList<>();
     private final int masterPort;
-    private final int replicaPort;
+    private final List<Integer> replicaPorts = new ArrayList<>();
     private final List<Integer> sentinelPorts = new ArrayList<>();
+    private final FreezableLink link;
     private Process master;
 
+    /** One replica, replicating straight from the master. */
     LocalRedisSentinel() throws IOException, InterruptedException {
+        this(1, false, 5000);
+    }
+
+    /**
+     * Replicas that replicate through one {@link FreezableLink}, so a test can hold writes back from all of them.
+     * Sentinel would point replicas it finds "misconfigured" (replicating from the link's address) back at the
+     * master after its failover timeout: that timeout is a minute here, longer than any test.
+     */
+    static LocalRedisSentinel withFreezableReplication(int replicas) throws IOException, InterruptedException {
+        return new LocalRedisSentinel(replicas, true, 60_000);
+    }
+
+    private LocalRedisSentinel(int replicas, boolean freezable, int failoverTimeoutMillis)
+            throws IOException, InterruptedException {
         Path root = Files.createDirectories(Path.of("target/redis-sentinel-" + System.nanoTime()));
         masterPort = LocalRedisCluster.freePort();
-        replicaPort = LocalRedisCluster.freePort();
         master = server(root, masterPort);
-        server(root, replicaPort, "--replicaof", "127.0.0.1", Integer.toString(masterPort));
+        link = freezable ? new FreezableLink(masterPort) : null;
+        int replicateFrom = freezable ? link.port() : masterPort;
+        for (int i = 0; i < replicas; i++) {
+            int port = LocalRedisCluster.freePort();
+            server(root, port, "--replicaof", "127.0.0.1", Integer.toString(replicateFrom));
+            replicaPorts.add(port);
+        }
         for (int i = 0; i < 3; i++) {
             int port = LocalRedisCluster.freePort();
             Path dir = Files.createDirectories(root.resolve("sentinel-" + port));
@@ -37,7 +58,7 @@ final class LocalRedisSentinel implements AutoCloseable {
                     "dir " + dir.toAbsolutePath(),
                     "sentinel monitor " + MASTER_NAME + " 127.0.0.1 " + masterPort + " 2",
                     "sentinel down-after-milliseconds " + MASTER_NAME + " 1000",
-                    "sentinel failover-timeout " + MASTER_NAME + " 5000",
+                    "sentinel failover-timeout " + MASTER_NAME + " " + failoverTimeoutMillis,
                     "sentinel parallel-syncs " + MASTER_NAME + " 1", ""));
             processes.add(new ProcessBuilder("redis-server", conf.toAbsolutePath().toString(), "--sentinel")
                     .redirectErrorStream(true).redirectOutput(dir.resolve("sentinel.log").toFile()).start());
@@ -46,7 +67,9 @@ final class LocalRedisSentinel implements AutoCloseable {
         for (int port : sentinelPorts) {
             LocalRedisCluster.awaitListening(port);
         }
-        awaitReplicaInSync();
+        for (int port : replicaPorts) {
+            awaitReplicaInSync(port);
+        }
     }
 
     String sentinelNodes() {
@@ -54,13 +77,25 @@ final class LocalRedisSentinel implements AutoCloseable {
     }
 
     int replicaPort() {
-        return replicaPort;
+        return replicaPorts.get(0);
+    }
+
+    List<Integer> replicaPorts() {
+        return List.copyOf(replicaPorts);
+    }
+
+    /** Writes on the master reach no replica from now on (they are acknowledged to clients all the same). */
+    void freezeReplication() {
+        link.freeze();
     }
 
     /** Kills the master with SIGKILL. */
     void killMaster() throws InterruptedException {
         master.destroyForcibly();
         master.waitFor(10, TimeUnit.SECONDS);
+        if (link != null) {
+            link.close();
+        }
     }
 
     private Process server(Path root, int port, String... extra) throws IOException {
@@ -75,7 +110,7 @@ final class LocalRedisSentinel implements AutoCloseable {
         return process;
     }
 
-    private void awaitReplicaInSync() throws IOException, InterruptedException {
+    private static void awaitReplicaInSync(int replicaPort) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!LocalRedisCluster.cli(replicaPort, "info", "replication").contains("master_link_status:up")) {
             if (System.nanoTime() > deadline) {
@@ -87,6 +122,9 @@ final class LocalRedisSentinel implements AutoCloseable {
 
     @Override
     public void close() {
+        if (link != null) {
+            link.close();
+        }
         LocalRedisCluster.stopAll(processes);
     }
 }

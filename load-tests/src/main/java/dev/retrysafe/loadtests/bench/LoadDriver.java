@@ -61,12 +61,16 @@ public final class LoadDriver {
         }
         AtomicInteger nextReplay = new AtomicInteger();
         Supplier<String> fresh = () -> UUID.randomUUID().toString();
-        List<Target> targets = List.of(
+        List<Target> targets = new ArrayList<>(List.of(
                 new Target("backend direct", options.get("backend"), fresh),
                 new Target("plain route", options.get("plain"), fresh),
                 new Target("idempotent, first writes", options.get("guarded"), fresh),
                 new Target("idempotent, replays", options.get("guarded"),
-                        () -> replayKeys.get(Math.floorMod(nextReplay.getAndIncrement(), replayKeys.size()))));
+                        () -> replayKeys.get(Math.floorMod(nextReplay.getAndIncrement(), replayKeys.size())))));
+        if (options.containsKey("acked")) {
+            // A second gateway with idempotency.replica-acks=1 on a Redis with one replica: the price of WAIT.
+            targets.add(new Target("first writes, replica-acks 1", options.get("acked"), fresh));
+        }
 
         System.out.printf("Warm-up %d s on every target (the JIT compiler competes for the cores until it settles)%n",
                 warmupSeconds);

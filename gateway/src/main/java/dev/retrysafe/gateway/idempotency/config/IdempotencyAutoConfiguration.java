@@ -12,11 +12,13 @@ import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
+import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
@@ -34,6 +36,7 @@ import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBui
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.serializer.RedisSerializationContext;
 import org.springframework.data.redis.serializer.RedisSerializer;
@@ -88,7 +91,20 @@ public class IdempotencyAutoConfiguration {
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
             IdempotencyProperties properties) {
         return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
-                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()));
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()),
+                replicaAcks(connectionFactory, properties));
+    }
+
+    private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties) {
+        if (properties.replicaAcks() == 0) {
+            return Optional.empty();
+        }
+        if (!(connectionFactory instanceof LettuceConnectionFactory lettuce)) {
+            throw new IllegalStateException("idempotency.replica-acks needs the Lettuce Redis client");
+        }
+        return Optional.of(ReplicaAcks.on(lettuce, properties.replicaAcks(), properties.replicaAckTimeout(),
+                properties.replicaAckConnections()));
     }
 
     @Bean

@@ -32,11 +32,23 @@ public record IdempotencyProperties(
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue("false") boolean upstreamHonoursKey,
         @DefaultValue("reject") StoreUnavailable storeUnavailable,
+        @DefaultValue("0") int replicaAcks,
+        @DefaultValue("100ms") Duration replicaAckTimeout,
+        @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
         @DefaultValue EmbeddedRedis embeddedRedis) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
+        if (replicaAcks < 0 || replicaAckConnections < 1) {
+            throw new IllegalArgumentException("idempotency.replica-acks must be 0 or more and "
+                    + "idempotency.replica-ack-connections 1 or more");
+        }
+        if (replicaAcks > 0 && replicaAckTimeout.compareTo(storeTimeout) >= 0) {
+            throw new IllegalArgumentException("idempotency.replica-ack-timeout (" + replicaAckTimeout + ") must be "
+                    + "shorter than idempotency.store-timeout (" + storeTimeout + "), or every unacknowledged "
+                    + "write would look like an unreachable Redis");
+        }
     }
 
     /** What a guarded route does while Redis cannot be reached. */

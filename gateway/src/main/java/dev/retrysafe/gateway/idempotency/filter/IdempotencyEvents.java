@@ -36,6 +36,12 @@ public final class IdempotencyEvents {
                         + "persistence?)", status, scope.hash());
                 increment("store-restored", scope);
             }
+            case STORED_UNACKNOWLEDGED -> {
+                log.warn("Stored status {} for scope {} on the Redis master, but not acknowledged by the replicas "
+                        + "idempotency.replica-acks asks for: a failover now would lose the result (the record would "
+                        + "turn UNCERTAIN, never run twice)", status, scope.hash());
+                increment("replica-ack-missing", scope);
+            }
             case NOT_OWNER -> {
                 log.warn("Response (status {}) for scope {} not stored: the record is no longer this request's "
                         + "(settled by an operator, or taken after its lease lapsed)", status, scope.hash());

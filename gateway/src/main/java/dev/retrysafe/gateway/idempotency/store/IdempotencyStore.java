@@ -48,6 +48,11 @@ public interface IdempotencyStore {
         STORED,
         /** The record had vanished (Redis lost it); stored anew. */
         RESTORED,
+        /**
+         * Stored on the Redis master, but fewer replicas than {@code idempotency.replica-acks} acknowledged it in
+         * time: a failover now would lose the result (the reservation survives, so the record turns UNCERTAIN).
+         */
+        STORED_UNACKNOWLEDGED,
         /** Someone else owns the record, or it is already settled: nothing written. */
         NOT_OWNER
     }

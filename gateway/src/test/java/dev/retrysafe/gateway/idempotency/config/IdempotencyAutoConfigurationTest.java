@@ -51,4 +51,26 @@ class IdempotencyAutoConfigurationTest {
                     .hasMessageContaining("replay-status");
         });
     }
+
+    @Test
+    void replicaAcksAreRefusedOnRedisClusterWithAClearMessage() {
+        runner.withPropertyValues("idempotency.replica-acks=1",
+                "spring.data.redis.cluster.nodes=127.0.0.1:7000,127.0.0.1:7001").run(context ->
+                assertThat(context).getFailure().rootCause()
+                        .hasMessageContaining("idempotency.replica-acks is not available with Redis Cluster"));
+    }
+
+    @Test
+    void aReplicaAckTimeoutNotShorterThanTheStoreTimeoutIsRefused() {
+        runner.withPropertyValues("idempotency.replica-acks=1", "idempotency.replica-ack-timeout=2s",
+                "idempotency.store-timeout=1s").run(context ->
+                assertThat(context).getFailure().rootCause()
+                        .hasMessageContaining("idempotency.replica-ack-timeout (PT2S) must be shorter"));
+    }
+
+    @Test
+    void replicaAcksOnStandaloneRedisStartWithoutConnecting() {
+        runner.withPropertyValues("idempotency.replica-acks=1", "spring.data.redis.port=1").run(context ->
+                assertThat(context).hasNotFailed().hasSingleBean(IdempotencyStore.class));
+    }
 }

@@ -12,6 +12,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -26,7 +27,7 @@ import reactor.core.publisher.Mono;
  * {@code META-INF/scripts}. The braces are a hash tag, so a record stays in one slot of a Redis Cluster. Key names
  * carry only the hash: Redis never sees a raw tenant or key.
  */
-public final class RedisIdempotencyStore implements IdempotencyStore {
+public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     public static final String KEY_PREFIX = "idempotency:";
     public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
     public static final String SETTLED_CHANNEL = "idempotency:settled";
@@ -45,17 +46,22 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
     private final int compressAbove;
+    private final Optional<ReplicaAcks> replicaAcks;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
-        this(redis, signals, 1024);
+        this(redis, signals, 1024, Optional.empty());
     }
 
-    /** @param compressAbove stored bodies of at least this many bytes are deflated when that saves space */
+    /**
+     * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
+     * @param replicaAcks   when present, reservations and stored results wait for replica acknowledgement
+     */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
-            int compressAbove) {
+            int compressAbove, Optional<ReplicaAcks> replicaAcks) {
         this.redis = redis;
         this.signals = signals;
         this.compressAbove = compressAbove;
+        this.replicaAcks = replicaAcks;
     }
 
     public static String recordKey(IdempotencyScope scope) {
@@ -76,6 +82,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         List<byte[]> args = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()));
+        if (replicaAcks.isPresent()) {
+            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, recordKey(scope), args)
+                    .flatMap(acked -> {
+                        Reservation reservation = toReservation((List<?>) acked.reply(), r.owner());
+                        if (reservation instanceof Reservation.Reserved && !acked.enough()) {
+                            // Not safe to forward: a failover now could forget the reservation. Undone, refused.
+                            return release(scope, r.owner()).onErrorReturn(false).then(Mono.error(
+                                    new ReplicaAcknowledgementMissing("reservation", acked.replicas(),
+                                            replicaAcks.get())));
+                        }
+                        return Mono.just(reservation);
+                    });
+        }
         return redis.execute(RESERVE, List.of(recordKey(scope)), args).next()
                 .map(reply -> toReservation(reply, r.owner()));
     }
@@ -93,12 +112,23 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response(), compressAbove),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
                 CHANNEL, bytes(scope.hash()), bytes(identity));
+        if (replicaAcks.isPresent()) {
+            return replicaAcks.get().run(COMPLETE, ScriptOutputType.INTEGER, recordKey(scope), args)
+                    .flatMap(acked -> settle(scope, Mono.just((Long) acked.reply()))
+                            .map(result -> result != 0L && !acked.enough()
+                                    ? CompletionResult.STORED_UNACKNOWLEDGED
+                                    : completionResult(result)));
+        }
         return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next())
-                .map(result -> switch (result.intValue()) {
-                    case 1 -> CompletionResult.STORED;
-                    case 2 -> CompletionResult.RESTORED;
-                    default -> CompletionResult.NOT_OWNER;
-                });
+                .map(RedisIdempotencyStore::completionResult);
+    }
+
+    private static CompletionResult completionResult(Long scriptResult) {
+        return switch (scriptResult.intValue()) {
+            case 1 -> CompletionResult.STORED;
+            case 2 -> CompletionResult.RESTORED;
+            default -> CompletionResult.NOT_OWNER;
+        };
     }
 
     @Override
@@ -126,6 +156,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
                         List.of(bytes(processId), bytes(terminalValue), millis(retention))).next())
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
+    }
+
+    @Override
+    public void close() {
+        replicaAcks.ifPresent(ReplicaAcks::close);
     }
 
     @Override
