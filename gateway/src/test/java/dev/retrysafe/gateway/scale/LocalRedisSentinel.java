@@ -48,6 +48,11 @@ final class LocalRedisSentinel implements AutoCloseable {
             server(root, port, "--replicaof", "127.0.0.1", Integer.toString(replicateFrom));
             replicaPorts.add(port);
         }
+        // Sentinels learn the replicas from the master's INFO, refreshed every 10 s: started once the replicas are
+        // attached, they see them at once.
+        for (int port : replicaPorts) {
+            awaitReplicaInSync(port);
+        }
         for (int i = 0; i < 3; i++) {
             int port = LocalRedisCluster.freePort();
             Path dir = Files.createDirectories(root.resolve("sentinel-" + port));
@@ -67,8 +72,23 @@ final class LocalRedisSentinel implements AutoCloseable {
         for (int port : sentinelPorts) {
             LocalRedisCluster.awaitListening(port);
         }
-        for (int port : replicaPorts) {
-            awaitReplicaInSync(port);
+        // A master killed before every Sentinel knows the replicas and the other Sentinels (hello messages every
+        // 2 s) is never failed over: no replica to promote, or no majority to elect a leader.
+        for (int port : sentinelPorts) {
+            awaitEntries(port, "replicas", replicaPorts.size());
+            awaitEntries(port, "sentinels", sentinelPorts.size() - 1);
+        }
+    }
+
+    private static void awaitEntries(int sentinelPort, String what, int expected)
+            throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (LocalRedisCluster.cli(sentinelPort, "sentinel", what, MASTER_NAME).lines()
+                .filter("name"::equals).count() < expected) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("Sentinel on " + sentinelPort + " never saw " + expected + " " + what);
+            }
+            Thread.onSpinWait();
         }
     }
 

@@ -12,11 +12,16 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
+import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
+import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
@@ -82,6 +87,11 @@ class RedisClusterTest {
             clusterConnection.clusterGetNodes().forEach(node -> assertThat(
                     clusterConnection.keys(node, "idempotency:{*".getBytes())).as("records on %s", node).isNotEmpty());
         }
+        // The operator API's list (a SCAN) walks every master, not just the one it happens to be connected to.
+        List<RecordView> listed = gateway.getBean(RecordInspector.class).list(new RecordFilter(Set.of("COMPLETED"),
+                Optional.of("onboarding"), Optional.empty(), Duration.ZERO, 10_000)).collectList()
+                .block(Duration.ofSeconds(10));
+        assertThat(listed).hasSizeGreaterThanOrEqualTo(30);
     }
 
     /**
