@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.LeaseRenewals;
@@ -46,7 +47,7 @@ import org.springframework.data.redis.serializer.RedisSerializer;
         "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
         "org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration"})
 @ConditionalOnClass({GatewayFilterFactory.class, ReactiveRedisConnectionFactory.class})
-@EnableConfigurationProperties(IdempotencyProperties.class)
+@EnableConfigurationProperties({IdempotencyProperties.class, EncryptionProperties.class})
 public class IdempotencyAutoConfiguration {
 
     /**
@@ -77,6 +78,13 @@ public class IdempotencyAutoConfiguration {
         return new PrincipalOrHeaderTenantResolver(properties.tenantHeader());
     }
 
+    /** Off unless {@code idempotency.encryption.active-key} is set. */
+    @Bean
+    @ConditionalOnMissingBean
+    EncryptionKeys idempotencyEncryptionKeys(EncryptionProperties encryption) {
+        return encryption.toKeys();
+    }
+
     @Bean
     SettleSignals idempotencySettleSignals() {
         return new SettleSignals();
@@ -86,17 +94,17 @@ public class IdempotencyAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
-            IdempotencyProperties properties) {
+            IdempotencyProperties properties, EncryptionKeys encryption) {
         return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
-                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()));
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption);
     }
 
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
-            SettleSignals signals) {
-        return new RedisRecordInspector(bytesTemplate(connectionFactory), signals);
+            SettleSignals signals, EncryptionKeys encryption) {
+        return new RedisRecordInspector(bytesTemplate(connectionFactory), signals, encryption);
     }
 
     @Bean

@@ -55,6 +55,13 @@ public final class IdempotencyEvents {
         increment("uncertain", scope);
     }
 
+    void replayUnreadable(IdempotencyScope scope, Throwable error) {
+        log.error("Stored response for scope {} cannot be read; answered 409, the request is not sent again: {}. "
+                + "Check the resource's state; the operator API can release the record.", scope.hash(),
+                error.getMessage());
+        increment("replay-unreadable", scope);
+    }
+
     void upstreamUnreachable(IdempotencyScope scope, Throwable error) {
         log.info("Upstream unreachable for scope {}: {}; reservation released", scope.hash(), error.toString());
         increment("upstream-unreachable", scope);

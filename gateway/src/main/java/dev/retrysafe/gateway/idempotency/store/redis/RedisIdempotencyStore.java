@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
@@ -44,18 +45,21 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
-    private final int compressAbove;
+    private final StoredResponseCodec codec;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
-        this(redis, signals, 1024);
+        this(redis, signals, 1024, EncryptionKeys.none());
     }
 
-    /** @param compressAbove stored bodies of at least this many bytes are deflated when that saves space */
+    /**
+     * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
+     * @param encryption    seals stored responses when enabled (AES-GCM); {@link EncryptionKeys#none()} for plain
+     */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
-            int compressAbove) {
+            int compressAbove, EncryptionKeys encryption) {
         this.redis = redis;
         this.signals = signals;
-        this.compressAbove = compressAbove;
+        this.codec = new StoredResponseCodec(compressAbove, encryption);
     }
 
     public static String recordKey(IdempotencyScope scope) {
@@ -77,7 +81,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()));
         return redis.execute(RESERVE, List.of(recordKey(scope)), args).next()
-                .map(reply -> toReservation(reply, r.owner()));
+                .map(reply -> toReservation(reply, r.owner(), scope));
     }
 
     @Override
@@ -90,7 +94,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
-        List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response(), compressAbove),
+        List<byte[]> args = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
                 CHANNEL, bytes(scope.hash()), bytes(identity));
         return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next())
@@ -142,7 +146,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         });
     }
 
-    private static Reservation toReservation(List<?> reply, OwnerToken owner) {
+    private Reservation toReservation(List<?> reply, OwnerToken owner, IdempotencyScope scope) {
         String state = text(reply.get(0));
         if ("RESERVED".equals(state)) {
             return new Reservation.Reserved(owner);
@@ -150,7 +154,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
         RecordState recordState = RecordState.valueOf(state);
         Optional<StoredResponse> response = reply.size() > 2
-                ? Optional.of(StoredResponseCodec.decode((byte[]) reply.get(2)))
+                ? Optional.of(codec.decode((byte[]) reply.get(2), scope.hash()))
                 : Optional.empty();
         boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));
         return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprint, response, processEnded));
