@@ -163,7 +163,7 @@ public final class LocalRedisCluster implements AutoCloseable {
         throw new IllegalStateException("redis-server on " + port + " did not start");
     }
 
-    private static boolean onPath(String command) {
+    public static boolean onPath(String command) {
         String path = System.getenv("PATH");
         if (path == null) {
             return false;

@@ -68,7 +68,7 @@ public final class IdempotencyEvents {
     }
 
     void storeUnavailable(IdempotencyScope scope, Throwable error) {
-        log.warn("Idempotency store unavailable, refusing scope {}: {}", scope.hash(), error.toString());
+        log.warn("Idempotency store unavailable, refusing scope {}: {}", scope.hash(), withRootCause(error));
         increment("store-unavailable", scope);
     }
 
@@ -76,6 +76,15 @@ public final class IdempotencyEvents {
         log.warn("Idempotency store unavailable, forwarding scope {} UNPROTECTED (idempotency.store-unavailable="
                 + "forward): {}", scope.hash(), error.toString());
         increment("forwarded-unprotected", scope);
+    }
+
+    /** "Unable to connect" alone hides what an operator must fix: a wrong password, an untrusted certificate... */
+    private static String withRootCause(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root == error ? error.toString() : error + " (cause: " + root + ")";
     }
 
     private void increment(String event, IdempotencyScope scope) {
