@@ -54,7 +54,11 @@ public record ApiKeyProperties(@DefaultValue("false") boolean enabled, @DefaultV
             if (key.tenant() == null || key.tenant().isBlank()) {
                 throw new IllegalArgumentException(name + ".tenant must not be empty");
             }
-            if (key.sha256() == null || !SHA256_HEX.matcher(key.sha256()).matches()) {
+            if (key.sha256() == null || key.sha256().isEmpty()) {
+                throw new IllegalArgumentException(name + ".sha256 (tenant " + key.tenant() + ") is not set: give the "
+                        + "hex SHA-256 of the tenant's key");
+            }
+            if (!SHA256_HEX.matcher(key.sha256()).matches()) {
                 throw new IllegalArgumentException(name + ".sha256 (tenant " + key.tenant() + ") must be the 64 hex "
                         + "digits of the key's SHA-256, not the key itself");
             }

@@ -39,6 +39,12 @@ class ApiKeyPropertiesTest {
     }
 
     @Test
+    void aDigestLeftEmptyIsNamedAsSuch() {
+        assertThatIllegalArgumentException().isThrownBy(() -> enabled(new ApiKeyProperties.ApiKey("acme", "")))
+                .withMessageContaining("keys[0].sha256 (tenant acme) is not set");
+    }
+
+    @Test
     void aTenantIsRequired() {
         assertThatIllegalArgumentException().isThrownBy(() -> enabled(new ApiKeyProperties.ApiKey(" ", ACME_DIGEST)))
                 .withMessageContaining("keys[0].tenant");

@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.web.reactive.function.client.WebClient;
 import java.time.Clock;
@@ -82,7 +83,11 @@ public class IdempotencyAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     EncryptionKeys idempotencyEncryptionKeys(EncryptionProperties encryption) {
-        return encryption.toKeys();
+        EncryptionKeys keys = encryption.toKeys();
+        if (keys.enabled()) {
+            LoggerFactory.getLogger(IdempotencyAutoConfiguration.class).info("Stored responses are encrypted: {}", keys);
+        }
+        return keys;
     }
 
     @Bean

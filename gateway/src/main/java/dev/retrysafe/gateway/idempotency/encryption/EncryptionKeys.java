@@ -105,6 +105,12 @@ public final class EncryptionKeys {
         }
     }
 
+    /** Which keys, never their bytes: safe to log. */
+    @Override
+    public String toString() {
+        return enabled() ? "AES-256-GCM, active key '" + activeId + "', keys " + new TreeMap<>(keys).keySet() : "none";
+    }
+
     private static Cipher cipher(int mode, SecretKey key, String keyId, byte[] nonce, byte[] associatedData)
             throws GeneralSecurityException {
         Cipher cipher = Cipher.getInstance("AES/GCM/NoPadding");

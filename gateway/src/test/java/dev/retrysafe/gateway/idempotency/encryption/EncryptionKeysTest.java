@@ -141,4 +141,13 @@ class EncryptionKeysTest {
         assertThatIllegalArgumentException().isThrownBy(() -> EncryptionKeys.fromBase64(Map.of("a b", K1), "a b"))
                 .withMessageContaining("key id 'a b'");
     }
+
+    @Test
+    void itsDescriptionNamesTheKeysButNeverShowsThem() {
+        EncryptionKeys rotated = EncryptionKeys.fromBase64(Map.of("k1", K1, "k2", K2), "k2");
+
+        assertThat(rotated.toString()).isEqualTo("AES-256-GCM, active key 'k2', keys [k1, k2]")
+                .doesNotContain(K1).doesNotContain(K2);
+        assertThat(EncryptionKeys.none()).hasToString("none");
+    }
 }
