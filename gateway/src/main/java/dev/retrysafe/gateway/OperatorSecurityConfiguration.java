@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway;
 
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.security.autoconfigure.actuate.web.reactive.EndpointRequest;
@@ -37,15 +38,13 @@ class OperatorSecurityConfiguration {
                 .build();
     }
 
+    /** Open routes; with {@code idempotency.api-keys.enabled} the API-key chain guards them instead. */
     @Bean
     @Order(2)
+    @ConditionalOnBooleanProperty(name = "idempotency.api-keys.enabled", havingValue = false, matchIfMissing = true)
     SecurityWebFilterChain gatewayRoutes(ServerHttpSecurity http) {
-        return http.authorizeExchange(exchanges -> exchanges.anyExchange().permitAll())
-                .csrf(ServerHttpSecurity.CsrfSpec::disable)
-                .httpBasic(ServerHttpSecurity.HttpBasicSpec::disable)
-                .formLogin(ServerHttpSecurity.FormLoginSpec::disable)
-                .logout(ServerHttpSecurity.LogoutSpec::disable)
-                .requestCache(ServerHttpSecurity.RequestCacheSpec::disable)
+        return StatelessApi.withoutBrowserFeatures(http)
+                .authorizeExchange(exchanges -> exchanges.anyExchange().permitAll())
                 .build();
     }
 

@@ -8,12 +8,12 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.web.reactive.function.client.WebClient;
 
 /** Real gateway instances for the scale tests: one guarded route to the upstream, Redis as each test says. */
-final class Gateways {
+public final class Gateways {
     private Gateways() {
     }
 
     /** Starts a gateway on a random port with the Idempotency route {@code onboarding} on {@code /merchants/**}. */
-    static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore) {
+    public static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore) {
         String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
         Map<String, Object> properties = new HashMap<>(redisAndMore);
         properties.put("server.port", "0");
@@ -24,13 +24,13 @@ final class Gateways {
         return new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(properties).run();
     }
 
-    static WebClient client(ConfigurableApplicationContext gateway) {
+    public static WebClient client(ConfigurableApplicationContext gateway) {
         return WebClient.create("http://127.0.0.1:"
                 + gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class));
     }
 
     /** Closes what was started, in reverse order, skipping what never started (a skipped test). */
-    static void closeAll(AutoCloseable... started) throws Exception {
+    public static void closeAll(AutoCloseable... started) throws Exception {
         for (AutoCloseable closeable : started) {
             if (closeable != null) {
                 closeable.close();

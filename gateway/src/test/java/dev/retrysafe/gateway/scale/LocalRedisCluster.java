@@ -17,11 +17,11 @@ import java.util.stream.Collectors;
  * A real Redis Cluster of three masters, started from the {@code redis-server} and {@code redis-cli} on the PATH
  * (Redis's own cluster mode, nothing home-made), each in its own folder under {@code target/}.
  */
-final class LocalRedisCluster implements AutoCloseable {
+public final class LocalRedisCluster implements AutoCloseable {
     private final List<Integer> ports = new ArrayList<>();
     private final List<Process> servers = new ArrayList<>();
 
-    static boolean available() {
+    public static boolean available() {
         return onPath("redis-server") && onPath("redis-cli");
     }
 
@@ -151,7 +151,7 @@ final class LocalRedisCluster implements AutoCloseable {
         }
     }
 
-    static void awaitListening(int port) {
+    public static void awaitListening(int port) {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
             try (Socket socket = new Socket("127.0.0.1", port)) {
@@ -163,7 +163,7 @@ final class LocalRedisCluster implements AutoCloseable {
         throw new IllegalStateException("redis-server on " + port + " did not start");
     }
 
-    private static boolean onPath(String command) {
+    public static boolean onPath(String command) {
         String path = System.getenv("PATH");
         if (path == null) {
             return false;
@@ -176,7 +176,7 @@ final class LocalRedisCluster implements AutoCloseable {
         return false;
     }
 
-    static int freePort() throws IOException {
+    public static int freePort() throws IOException {
         try (ServerSocket socket = new ServerSocket(0)) {
             return socket.getLocalPort();
         }
@@ -187,7 +187,7 @@ final class LocalRedisCluster implements AutoCloseable {
         stopAll(servers);
     }
 
-    static void stopAll(List<Process> processes) {
+    public static void stopAll(List<Process> processes) {
         processes.forEach(Process::destroy);
         for (Process process : processes) {
             try {

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.LeaseRenewals;
@@ -22,6 +23,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.web.reactive.function.client.WebClient;
 import java.time.Clock;
@@ -49,7 +51,7 @@ import org.springframework.data.redis.serializer.RedisSerializer;
         "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
         "org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration"})
 @ConditionalOnClass({GatewayFilterFactory.class, ReactiveRedisConnectionFactory.class})
-@EnableConfigurationProperties(IdempotencyProperties.class)
+@EnableConfigurationProperties({IdempotencyProperties.class, EncryptionProperties.class})
 public class IdempotencyAutoConfiguration {
 
     /**
@@ -80,6 +82,17 @@ public class IdempotencyAutoConfiguration {
         return new PrincipalOrHeaderTenantResolver(properties.tenantHeader());
     }
 
+    /** Off unless {@code idempotency.encryption.active-key} is set. */
+    @Bean
+    @ConditionalOnMissingBean
+    EncryptionKeys idempotencyEncryptionKeys(EncryptionProperties encryption) {
+        EncryptionKeys keys = encryption.toKeys();
+        if (keys.enabled()) {
+            LoggerFactory.getLogger(IdempotencyAutoConfiguration.class).info("Stored responses are encrypted: {}", keys);
+        }
+        return keys;
+    }
+
     @Bean
     SettleSignals idempotencySettleSignals() {
         return new SettleSignals();
@@ -89,9 +102,9 @@ public class IdempotencyAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
-            IdempotencyProperties properties) {
+            IdempotencyProperties properties, EncryptionKeys encryption) {
         return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
-                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()),
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties));
     }
 
@@ -111,8 +124,8 @@ public class IdempotencyAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
-            SettleSignals signals) {
-        return new RedisRecordInspector(bytesTemplate(connectionFactory), signals);
+            SettleSignals signals, EncryptionKeys encryption) {
+        return new RedisRecordInspector(bytesTemplate(connectionFactory), signals, encryption);
     }
 
     @Bean

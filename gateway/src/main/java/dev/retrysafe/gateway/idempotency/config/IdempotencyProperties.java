@@ -20,7 +20,7 @@ public record IdempotencyProperties(
         String tenantHeader,
         List<String> unorderedArrays,
         @DefaultValue("200") int replayStatus,
-        @DefaultValue("Set-Cookie") List<String> neverStoredHeaders,
+        @DefaultValue({"Set-Cookie", "Set-Cookie2"}) List<String> neverStoredHeaders,
         @DefaultValue("2s") Duration inFlightWait,
         @DefaultValue("60s") Duration inFlightLease,
         @DefaultValue("24h") Duration retention,

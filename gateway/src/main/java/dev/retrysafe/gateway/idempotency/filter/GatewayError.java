@@ -32,6 +32,12 @@ public record GatewayError(int status, String message, Optional<Duration> retryA
                 Optional.empty());
     }
 
+    public static GatewayError replayUnreadable(int originalStatus) {
+        return new GatewayError(409, "The request with this idempotency key was already processed (status "
+                + originalStatus + ") but its stored response can no longer be read and cannot be replayed. Do not "
+                + "resend it with a new key: check the resource's state.", Optional.empty());
+    }
+
     public static GatewayError bodyTooLarge(long limitBytes) {
         return new GatewayError(413, "The request body is larger than the limit of " + limitBytes + " bytes.",
                 Optional.empty());

@@ -61,13 +61,20 @@ public final class IdempotencyEvents {
         increment("uncertain", scope);
     }
 
+    void replayUnreadable(IdempotencyScope scope, Throwable error) {
+        log.error("Stored response for scope {} cannot be read; answered 409, the request is not sent again: {}. "
+                + "Check the resource's state; the operator API can release the record.", scope.hash(),
+                error.getMessage());
+        increment("replay-unreadable", scope);
+    }
+
     void upstreamUnreachable(IdempotencyScope scope, Throwable error) {
         log.info("Upstream unreachable for scope {}: {}; reservation released", scope.hash(), error.toString());
         increment("upstream-unreachable", scope);
     }
 
     void storeUnavailable(IdempotencyScope scope, Throwable error) {
-        log.warn("Idempotency store unavailable, refusing scope {}: {}", scope.hash(), error.toString());
+        log.warn("Idempotency store unavailable, refusing scope {}: {}", scope.hash(), withRootCause(error));
         increment("store-unavailable", scope);
     }
 
@@ -75,6 +82,15 @@ public final class IdempotencyEvents {
         log.warn("Idempotency store unavailable, forwarding scope {} UNPROTECTED (idempotency.store-unavailable="
                 + "forward): {}", scope.hash(), error.toString());
         increment("forwarded-unprotected", scope);
+    }
+
+    /** "Unable to connect" alone hides what an operator must fix: a wrong password, an untrusted certificate... */
+    private static String withRootCause(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root == error ? error.toString() : error + " (cause: " + root + ")";
     }
 
     private void increment(String event, IdempotencyScope scope) {

@@ -17,6 +17,7 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.net.ConnectException;
 import java.net.URI;
@@ -165,6 +166,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
         Mono<Void> attempt() {
             return reserve().flatMap(this::answer)
+                    .onErrorResume(StoredResponseUnreadable.class, e -> {
+                        // Processed once already: never sent again, and not a fault the client can retry away.
+                        events.replayUnreadable(scope, e);
+                        return responses.error(exchange, GatewayError.replayUnreadable(e.originalStatus()));
+                    })
                     .onErrorResume(StoreUnavailable.class, e -> {
                         if (policy.forwardWhenStoreUnavailable()) {
                             events.forwardedUnprotected(scope, e.getCause());
@@ -182,7 +188,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                     policy.upstreamHonoursKey());
             return store.reserve(request)
                     .timeout(policy.storeTimeout())
-                    .onErrorMap(StoreUnavailable::new);
+                    .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), StoreUnavailable::new);
         }
 
         private Mono<Void> answer(Reservation reservation) {

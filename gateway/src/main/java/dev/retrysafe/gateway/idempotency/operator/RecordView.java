@@ -30,9 +30,12 @@ public record RecordView(
         Long expiresInSeconds,
         StoredBody response) {
 
-    /** The stored response, shown only on request. {@code body} is UTF-8 text, or base64 when it is not text. */
+    /**
+     * The stored response, shown only on request. {@code body} is UTF-8 text, or base64 when it is not text.
+     * {@code unreadable} says why a sealed response cannot be opened (its encryption key was removed...).
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record StoredBody(int status, List<List<String>> headers, String body, String bodyBase64,
-            boolean bodyOmitted) {
+            boolean bodyOmitted, String unreadable) {
     }
 }

@@ -87,4 +87,24 @@ class StorableHeadersTest {
     void filteringAnEmptyListGivesAnEmptyList() {
         assertThat(headers.filter(List.of())).isEmpty();
     }
+
+    @Test
+    void headersTheUpstreamNamesInItsConnectionHeaderAreNeverStored() {
+        List<ResponseHeader> upstream = List.of(
+                new ResponseHeader("Connection", "X-Hop-Token, x-debug-route"),
+                new ResponseHeader("X-Hop-Token", "t-123"),
+                new ResponseHeader("Content-Type", "application/json"),
+                new ResponseHeader("X-Debug-Route", "blue"),
+                new ResponseHeader("X-Kept", "yes"));
+
+        assertThat(headers.filter(upstream)).containsExactly(
+                new ResponseHeader("Content-Type", "application/json"),
+                new ResponseHeader("X-Kept", "yes"));
+    }
+
+    @Test
+    void connectionTokensOnlyConcernTheResponseThatCarriesThem() {
+        assertThat(headers.filter(List.of(new ResponseHeader("X-Hop-Token", "t-123"))))
+                .containsExactly(new ResponseHeader("X-Hop-Token", "t-123"));
+    }
 }

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
@@ -45,22 +46,23 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
-    private final int compressAbove;
+    private final StoredResponseCodec codec;
     private final Optional<ReplicaAcks> replicaAcks;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
-        this(redis, signals, 1024, Optional.empty());
+        this(redis, signals, 1024, EncryptionKeys.none(), Optional.empty());
     }
 
     /**
      * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
+     * @param encryption    seals stored responses when enabled (AES-GCM); {@link EncryptionKeys#none()} for plain
      * @param replicaAcks   when present, reservations and stored results wait for replica acknowledgement
      */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
-            int compressAbove, Optional<ReplicaAcks> replicaAcks) {
+            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
         this.redis = redis;
         this.signals = signals;
-        this.compressAbove = compressAbove;
+        this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.replicaAcks = replicaAcks;
     }
 
@@ -85,7 +87,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         if (replicaAcks.isPresent()) {
             return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, recordKey(scope), args)
                     .flatMap(acked -> {
-                        Reservation reservation = toReservation((List<?>) acked.reply(), r.owner());
+                        Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
                             // Not safe to forward: a failover now could forget the reservation. Undone, refused.
                             return release(scope, r.owner()).onErrorReturn(false).then(Mono.error(
@@ -96,7 +98,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                     });
         }
         return redis.execute(RESERVE, List.of(recordKey(scope)), args).next()
-                .map(reply -> toReservation(reply, r.owner()));
+                .map(reply -> toReservation(reply, r.owner(), scope));
     }
 
     @Override
@@ -109,7 +111,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
-        List<byte[]> args = List.of(bytes(c.owner().value()), StoredResponseCodec.encode(c.response(), compressAbove),
+        List<byte[]> args = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
                 CHANNEL, bytes(scope.hash()), bytes(identity));
         if (replicaAcks.isPresent()) {
@@ -177,7 +179,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         });
     }
 
-    private static Reservation toReservation(List<?> reply, OwnerToken owner) {
+    private Reservation toReservation(List<?> reply, OwnerToken owner, IdempotencyScope scope) {
         String state = text(reply.get(0));
         if ("RESERVED".equals(state)) {
             return new Reservation.Reserved(owner);
@@ -185,7 +187,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
         RecordState recordState = RecordState.valueOf(state);
         Optional<StoredResponse> response = reply.size() > 2
-                ? Optional.of(StoredResponseCodec.decode((byte[]) reply.get(2)))
+                ? Optional.of(codec.decode((byte[]) reply.get(2), scope.hash()))
                 : Optional.empty();
         boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));
         return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprint, response, processEnded));

@@ -1,10 +1,12 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
@@ -34,10 +36,14 @@ public final class RedisRecordInspector implements RecordInspector {
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
+    private final StoredResponseCodec codec;
 
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
+    /** @param encryption the same keys the store uses, to show and write sealed responses */
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+            EncryptionKeys encryption) {
         this.redis = redis;
         this.signals = signals;
+        this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
     }
 
     @Override
@@ -72,7 +78,7 @@ public final class RedisRecordInspector implements RecordInspector {
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
         return redis.execute(COMPLETE, List.of(RedisIdempotencyStore.recordKey(scopeHash)), List.of(
-                        StoredResponseCodec.encode(response),
+                        codec.encode(response, scopeHash),
                         RedisIdempotencyStore.bytes(Integer.toString(response.status())),
                         RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
                         RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why),
@@ -103,21 +109,27 @@ public final class RedisRecordInspector implements RecordInspector {
                 });
     }
 
-    private static RecordView toView(String scopeHash, Map<String, byte[]> f, long ttlSeconds) {
-        RecordView.StoredBody body = null;
-        if (f.containsKey("response")) {
-            StoredResponse stored = StoredResponseCodec.decode(f.get("response"));
-            List<List<String>> headers = stored.headers().stream().map(h -> List.of(h.name(), h.value())).toList();
-            String text = utf8(stored.body());
-            body = new RecordView.StoredBody(stored.status(), headers, text,
-                    text == null ? Base64.getEncoder().encodeToString(stored.body()) : null, stored.bodyOmitted());
-        }
+    private RecordView toView(String scopeHash, Map<String, byte[]> f, long ttlSeconds) {
+        RecordView.StoredBody body = f.containsKey("response") ? storedBody(f.get("response"), scopeHash) : null;
         return new RecordView(scopeHash, text(f, "route"), text(f, "tenant"), text(f, "state"),
                 text(f, "fingerprint"), text(f, "upstream"), number(f, "attempts"), time(f, "reserved_at"),
                 time(f, "lease_until"), time(f, "completed_at"), number(f, "status"), time(f, "uncertain_at"),
                 text(f, "uncertain_reason"), text(f, "process_id"), text(f, "process_state"),
                 text(f, "process_status"), text(f, "resolved_by"), text(f, "resolved_reason"),
                 ttlSeconds >= 0 ? ttlSeconds : null, body);
+    }
+
+    private RecordView.StoredBody storedBody(byte[] encoded, String scopeHash) {
+        StoredResponse stored;
+        try {
+            stored = codec.decode(encoded, scopeHash);
+        } catch (StoredResponseUnreadable e) {
+            return new RecordView.StoredBody(e.originalStatus(), List.of(), null, null, false, e.getMessage());
+        }
+        List<List<String>> headers = stored.headers().stream().map(h -> List.of(h.name(), h.value())).toList();
+        String text = utf8(stored.body());
+        return new RecordView.StoredBody(stored.status(), headers, text,
+                text == null ? Base64.getEncoder().encodeToString(stored.body()) : null, stored.bodyOmitted(), null);
     }
 
     private static String text(Map<String, byte[]> fields, String name) {

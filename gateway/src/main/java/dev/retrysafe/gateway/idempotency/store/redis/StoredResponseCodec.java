@@ -1,7 +1,9 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -15,17 +17,90 @@ import java.util.zip.Deflater;
 import java.util.zip.Inflater;
 
 /**
- * Compact binary form of a stored response, kept in one Redis hash field. A version byte leads so that a later
- * format (encryption) can read records written by this one. Bodies from {@code compressAbove} bytes are stored
- * deflated when that makes them smaller: Redis memory is the cost that grows with retention.
+ * Compact binary form of a stored response, kept in one Redis hash field. A version byte leads: version 1 is the
+ * plain form; version 2 is a version 1 blob sealed with AES-GCM, written only when encryption is on, so that
+ * records written before encryption was turned on (or before an upgrade) stay readable. Bodies from
+ * {@code compressAbove} bytes are stored deflated when that makes them smaller (before encryption, which leaves
+ * nothing to compress): Redis memory is the cost that grows with retention.
+ *
+ * <p>Version 2: {@code [2][status u16][key id length u8][key id][nonce length u8][nonce][ciphertext + tag]}. The
+ * status stays readable so that a record whose key was removed can still be answered for; it is authenticated
+ * together with the scope hash, so a ciphertext copied to another record does not open there.
  */
 final class StoredResponseCodec {
     private static final int VERSION = 1;
+    private static final int VERSION_SEALED = 2;
     private static final int FLAG_BODY_OMITTED = 1;
     private static final int FLAG_BODY_DEFLATED = 2;
     private static final int NEVER = Integer.MAX_VALUE;
 
-    private StoredResponseCodec() {
+    private final int compressAbove;
+    private final EncryptionKeys keys;
+
+    /**
+     * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
+     * @param keys          seal new responses when enabled; open sealed ones written under any configured key
+     */
+    StoredResponseCodec(int compressAbove, EncryptionKeys keys) {
+        this.compressAbove = compressAbove;
+        this.keys = keys;
+    }
+
+    /** The stored form of the response of the record {@code scopeHash}. */
+    byte[] encode(StoredResponse response, String scopeHash) {
+        byte[] plain = encode(response, compressAbove);
+        if (!keys.enabled()) {
+            return plain;
+        }
+        EncryptionKeys.Sealed sealed = keys.seal(plain, associatedData(response.status(), scopeHash));
+        byte[] keyId = sealed.keyId().getBytes(StandardCharsets.US_ASCII);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(sealed.ciphertext().length + 64);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeByte(VERSION_SEALED);
+            out.writeShort(response.status());
+            out.writeByte(keyId.length);
+            out.write(keyId);
+            out.writeByte(sealed.nonce().length);
+            out.write(sealed.nonce());
+            out.write(sealed.ciphertext());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /**
+     * Reads what {@link #encode(StoredResponse, String)} wrote for the same record, plain or sealed.
+     *
+     * @throws StoredResponseUnreadable when it is sealed and cannot be opened: key removed, or not this record's
+     * @throws IllegalStateException    when the blob is damaged
+     */
+    StoredResponse decode(byte[] encoded, String scopeHash) {
+        if (encoded.length == 0 || encoded[0] != VERSION_SEALED) {
+            return decode(encoded);
+        }
+        try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(encoded))) {
+            in.readUnsignedByte();
+            int status = in.readUnsignedShort();
+            String keyId = new String(readExactly(in, in.readUnsignedByte()), StandardCharsets.US_ASCII);
+            byte[] nonce = readExactly(in, in.readUnsignedByte());
+            byte[] ciphertext = in.readAllBytes();
+            byte[] plain;
+            try {
+                plain = keys.open(new EncryptionKeys.Sealed(keyId, nonce, ciphertext),
+                        associatedData(status, scopeHash));
+            } catch (EncryptionKeys.CannotOpen e) {
+                throw new StoredResponseUnreadable(status, e.getMessage());
+            }
+            return decode(plain);
+        } catch (IOException e) {
+            throw new IllegalStateException("Corrupt stored response", e);
+        }
+    }
+
+    private static byte[] associatedData(int status, String scopeHash) {
+        return ("idempotency-response\n" + VERSION_SEALED + "\n" + status + "\n" + scopeHash)
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     static byte[] encode(StoredResponse response) {
@@ -134,6 +209,12 @@ final class StoredResponseCodec {
             throw new IOException("Length " + value + " exceeds the " + in.available() + " bytes left");
         }
         return value;
+    }
+
+    private static byte[] readExactly(DataInputStream in, int length) throws IOException {
+        byte[] bytes = new byte[length];
+        in.readFully(bytes);
+        return bytes;
     }
 
     private static String readString(DataInputStream in) throws IOException {

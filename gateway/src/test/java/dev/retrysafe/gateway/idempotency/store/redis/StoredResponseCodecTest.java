@@ -2,12 +2,16 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class StoredResponseCodecTest {
@@ -168,5 +172,108 @@ class StoredResponseCodecTest {
             damaged[i] ^= 0x5a;
         }
         assertThatIllegalStateException().isThrownBy(() -> StoredResponseCodec.decode(damaged));
+    }
+
+    static final EncryptionKeys K1 = EncryptionKeys.fromBase64(Map.of("k1", key(1)), "k1");
+    static final EncryptionKeys K1_K2_ACTIVE_K2 = EncryptionKeys.fromBase64(Map.of("k1", key(1), "k2", key(2)), "k2");
+    static final EncryptionKeys K2_ONLY = EncryptionKeys.fromBase64(Map.of("k2", key(2)), "k2");
+    static final String SCOPE = "c2NvcGUtaGFzaA";
+
+    static String key(int seed) {
+        byte[] key = new byte[32];
+        Arrays.fill(key, (byte) seed);
+        return java.util.Base64.getEncoder().encodeToString(key);
+    }
+
+    @Test
+    void withEncryptionTheStoredFormHoldsNoPlaintextAndReadsBackForItsRecord() {
+        StoredResponseCodec sealing = new StoredResponseCodec(1024, K1);
+
+        byte[] stored = sealing.encode(TYPICAL, SCOPE);
+
+        assertThat(stored[0]).isEqualTo((byte) 2);
+        String raw = new String(stored, StandardCharsets.ISO_8859_1);
+        assertThat(raw).doesNotContain("merchantId").doesNotContain("m-1").doesNotContain("application/json")
+                .doesNotContain("rel=next");
+        assertThat(sealing.decode(stored, SCOPE)).isEqualTo(TYPICAL);
+    }
+
+    @Test
+    void compressionHappensBeforeEncryption() {
+        byte[] json = "{\"status\":\"PENDING\"}".repeat(2000).getBytes(StandardCharsets.UTF_8);
+        StoredResponse large = new StoredResponse(202, List.of(), json, false);
+
+        byte[] stored = new StoredResponseCodec(1024, K1).encode(large, SCOPE);
+
+        assertThat(stored.length).isLessThan(json.length / 10);
+        assertThat(new StoredResponseCodec(1024, K1).decode(stored, SCOPE)).isEqualTo(large);
+    }
+
+    @Test
+    void withoutEncryptionTheFormatIsTheUnencryptedOne() {
+        StoredResponseCodec plain = new StoredResponseCodec(1024, EncryptionKeys.none());
+
+        assertThat(plain.encode(TYPICAL, SCOPE)).isEqualTo(StoredResponseCodec.encode(TYPICAL, 1024));
+        assertThat(plain.decode(StoredResponseCodec.encode(TYPICAL), SCOPE)).isEqualTo(TYPICAL);
+    }
+
+    @Test
+    void recordsWrittenBeforeEncryptionWasTurnedOnStayReadable() {
+        byte[] beforeEncryption = new StoredResponseCodec(1024, EncryptionKeys.none()).encode(TYPICAL, SCOPE);
+
+        assertThat(new StoredResponseCodec(1024, K1).decode(beforeEncryption, SCOPE)).isEqualTo(TYPICAL);
+    }
+
+    @Test
+    void afterRotationRecordsUnderTheOldKeyStayReadable() {
+        byte[] underK1 = new StoredResponseCodec(1024, K1).encode(TYPICAL, SCOPE);
+        StoredResponseCodec rotated = new StoredResponseCodec(1024, K1_K2_ACTIVE_K2);
+
+        assertThat(rotated.decode(underK1, SCOPE)).isEqualTo(TYPICAL);
+        byte[] underK2 = rotated.encode(TYPICAL, SCOPE);
+        assertThat(new String(underK2, StandardCharsets.US_ASCII)).contains("k2");
+        assertThat(new StoredResponseCodec(1024, K2_ONLY).decode(underK2, SCOPE)).isEqualTo(TYPICAL);
+    }
+
+    @Test
+    void aRecordUnderARemovedKeyIsUnreadableButKeepsItsStatus() {
+        byte[] underK1 = new StoredResponseCodec(1024, K1).encode(TYPICAL, SCOPE);
+
+        assertThatThrownBy(() -> new StoredResponseCodec(1024, K2_ONLY).decode(underK1, SCOPE))
+                .isInstanceOfSatisfying(StoredResponseUnreadable.class, e -> {
+                    assertThat(e.originalStatus()).isEqualTo(202);
+                    assertThat(e.getMessage()).contains("'k1'");
+                });
+        assertThatThrownBy(() -> new StoredResponseCodec(1024, EncryptionKeys.none()).decode(underK1, SCOPE))
+                .isInstanceOf(StoredResponseUnreadable.class);
+    }
+
+    @Test
+    void aSealedResponseCopiedToAnotherRecordIsUnreadableThere() {
+        StoredResponseCodec codec = new StoredResponseCodec(1024, K1);
+        byte[] ofRecordA = codec.encode(TYPICAL, SCOPE);
+
+        assertThatThrownBy(() -> codec.decode(ofRecordA, "another-scope-hash"))
+                .isInstanceOf(StoredResponseUnreadable.class);
+    }
+
+    @Test
+    void theReadableStatusOfASealedResponseCannotBeAltered() {
+        StoredResponseCodec codec = new StoredResponseCodec(1024, K1);
+        byte[] stored = codec.encode(TYPICAL, SCOPE);
+        java.nio.ByteBuffer.wrap(stored).putShort(1, (short) 200);
+
+        assertThatThrownBy(() -> codec.decode(stored, SCOPE)).isInstanceOf(StoredResponseUnreadable.class);
+    }
+
+    @Test
+    void aTruncatedSealedBlobIsCorruptNotMisread() {
+        byte[] stored = new StoredResponseCodec(1024, K1).encode(TYPICAL, SCOPE);
+
+        for (int length = 1; length < 8; length++) {
+            byte[] truncated = Arrays.copyOf(stored, length);
+            assertThatIllegalStateException().as("truncated to %d bytes", length)
+                    .isThrownBy(() -> new StoredResponseCodec(1024, K1).decode(truncated, SCOPE));
+        }
     }
 }
