@@ -66,6 +66,23 @@ class CanonicalJsonTest {
         assertThat(canonical("-0.000" + "0".repeat(900))).contains("0");
     }
 
+    /** Amounts a double cannot tell apart are different amounts: compared by exact decimal value, never as doubles. */
+    @Test
+    void keepsNumbersApartThatADoubleWouldConfuse() {
+        assertThat(canonical("0.1")).isNotEqualTo(canonical("0.10000000000000001"));
+        assertThat(canonical("9007199254740993")).isNotEqualTo(canonical("9007199254740992"));
+        assertThat(canonical("1e400")).isNotEqualTo(canonical("1e401"));
+        assertThat(canonical("1e-400")).isNotEqualTo(canonical("0"));
+        assertThat(canonical("[0.1, 0.10]")).contains("[0.1,0.1]");
+    }
+
+    @Test
+    void treatsALoneSurrogateInANameAsNotCanonicalisable() {
+        // Jackson refuses it in a name (values are fine): the body is then compared byte for byte.
+        assertThat(canonical("{\"\\ud83d\":1}")).isEmpty();
+        assertThat(canonical("{\"\\ud83d\\ude00\":1}")).contains("{\"\uD83D\uDE00\":1}");
+    }
+
     @Test
     void treatsNegativeZeroAsZero() {
         assertThat(canonical("[-0, -0.0, 0e5, 0.000]")).contains("[0,0,0,0]");
