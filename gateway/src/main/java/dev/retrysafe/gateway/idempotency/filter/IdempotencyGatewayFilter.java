@@ -36,8 +36,8 @@ import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
-import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
@@ -121,10 +121,14 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new RequestBody(new byte[0], true)));
     }
 
+    /**
+     * The Content-Type goes to the fingerprinter as sent: parsing it here would turn a malformed one (a client's
+     * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
+     * not JSON, and the upstream judges the request.
+     */
     private Fingerprint fingerprint(ServerHttpRequest request, byte[] body) {
-        MediaType contentType = request.getHeaders().getContentType();
         return policy.fingerprinter().fingerprint(request.getMethod().name(), request.getURI().getRawPath(),
-                request.getURI().getRawQuery(), contentType == null ? null : contentType.toString(), body);
+                request.getURI().getRawQuery(), request.getHeaders().getFirst(HttpHeaders.CONTENT_TYPE), body);
     }
 
     private static Optional<Route> route(ServerWebExchange exchange) {
