@@ -95,8 +95,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return responses.error(exchange, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
         return readBody(request).flatMap(body -> {
-            if (body.tooLarge()) {
-                return responses.error(exchange, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
+            if (body.refused().isPresent()) {
+                return responses.error(exchange, body.refused().get());
             }
             return tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
@@ -106,19 +106,27 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         });
     }
 
+    /**
+     * Reads the body, holding at most max-request-bytes of it, for at most request-body-timeout: a client that
+     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer.
+     */
     private Mono<RequestBody> readBody(ServerHttpRequest request) {
         return DataBufferUtils.join(request.getBody(), policy.maxRequestBytes())
+                .timeout(policy.requestBodyTimeout())
                 .map(buffer -> {
                     try {
                         byte[] bytes = new byte[buffer.readableByteCount()];
                         buffer.read(bytes);
-                        return new RequestBody(bytes, false);
+                        return RequestBody.of(bytes);
                     } finally {
                         DataBufferUtils.release(buffer);
                     }
                 })
-                .defaultIfEmpty(new RequestBody(new byte[0], false))
-                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new RequestBody(new byte[0], true)));
+                .defaultIfEmpty(RequestBody.of(new byte[0]))
+                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(
+                        RequestBody.refused(GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
+                .onErrorResume(TimeoutException.class, e -> Mono.just(
+                        RequestBody.refused(GatewayError.bodyTimeout(policy.requestBodyTimeout()))));
     }
 
     /**
@@ -135,7 +143,15 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         return Optional.ofNullable(exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR));
     }
 
-    private record RequestBody(byte[] bytes, boolean tooLarge) {
+    /** The body as read, or why it was not. */
+    private record RequestBody(byte[] bytes, Optional<GatewayError> refused) {
+        static RequestBody of(byte[] bytes) {
+            return new RequestBody(bytes, Optional.empty());
+        }
+
+        static RequestBody refused(GatewayError error) {
+            return new RequestBody(new byte[0], Optional.of(error));
+        }
     }
 
     /** The store could not be asked; the request is refused rather than forwarded unprotected. */

@@ -30,6 +30,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.embedded-redis.enabled=true",
                 "idempotency.embedded-redis.directory=target/embedded-redis",
                 "idempotency.tenant-header=X-Tenant-Id",
+                "idempotency.request-body-timeout=2s",
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s",
                 "idempotency.process-poll.initial-delay=100ms",
                 "idempotency.process-poll.max-delay=200ms"})

@@ -3,14 +3,20 @@ package dev.retrysafe.gateway.idempotency.filter;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.filter.RawHttpClient.Response;
+import io.netty.buffer.PooledByteBufAllocator;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
@@ -27,7 +33,7 @@ class HostileRequestsTest extends GatewayFilterTestBase {
     /** Megabyte bodies canonicalised at once share two cores with the rest of the build. */
     static final Duration CONCURRENT_DEADLINE = Duration.ofSeconds(60);
     static final long SEED = Long.getLong("hostile.seed", 20261202L);
-    static final Set<Integer> OWN_ERRORS = Set.of(409, 413, 422, 502, 503, 504);
+    static final Set<Integer> OWN_ERRORS = Set.of(408, 409, 413, 422, 502, 503, 504);
     static final JsonMapper JSON = JsonMapper.builder().build();
 
     RawHttpClient raw;
@@ -171,7 +177,7 @@ class HostileRequestsTest extends GatewayFilterTestBase {
                 + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII), (out, answered) -> {
                     out.write(new byte[64 * 1024]);
                     out.flush();
-                    awaitQuietly(answered);
+                    answered.await();
                 }, DEADLINE);
         assertAnswered(announced, "64 MB announced");
         assertThat(announced.status()).isEqualTo(413);
@@ -182,14 +188,14 @@ class HostileRequestsTest extends GatewayFilterTestBase {
                 + newKey() + "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
                 .getBytes(StandardCharsets.US_ASCII), (out, answered) -> {
                     byte[] chunk = new byte[64 * 1024];
-                    java.util.Arrays.fill(chunk, (byte) '[');
+                    Arrays.fill(chunk, (byte) '[');
                     for (int i = 0; i < 32; i++) { // 2 MB, twice the limit
                         out.write((Integer.toHexString(chunk.length) + "\r\n").getBytes(StandardCharsets.US_ASCII));
                         out.write(chunk);
                         out.write("\r\n".getBytes(StandardCharsets.US_ASCII));
                     }
                     out.flush();
-                    awaitQuietly(answered);
+                    answered.await();
                 }, DEADLINE);
         assertAnswered(streamed, "2 MB streamed");
         assertThat(streamed.status()).isEqualTo(413);
@@ -215,17 +221,17 @@ class HostileRequestsTest extends GatewayFilterTestBase {
         post("/accepting/warm", List.of("Idempotency-Key: " + newKey()), overLimit);
 
         long heapBefore = usedHeapAfterGc();
-        long directBefore = io.netty.buffer.PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
-        java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(10);
+        long directBefore = PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory();
+        ExecutorService clients = Executors.newFixedThreadPool(10);
         try {
-            List<java.util.concurrent.Future<Response>> answers = new ArrayList<>();
+            List<Future<Response>> answers = new ArrayList<>();
             for (int i = 0; i < 5; i++) {
                 answers.add(clients.submit(() -> post("/accepting/many", List.of("Idempotency-Key: " + newKey()),
                         overLimit, CONCURRENT_DEADLINE)));
                 answers.add(clients.submit(() -> post("/accepting/many", List.of("Idempotency-Key: " + newKey(),
                         "Content-Type: application/json"), tinyValues, CONCURRENT_DEADLINE)));
             }
-            for (java.util.concurrent.Future<Response> answer : answers) {
+            for (Future<Response> answer : answers) {
                 Response response = answer.get();
                 assertAnswered(response, "concurrent large body");
                 assertThat(response.status()).isIn(202, 413);
@@ -234,11 +240,115 @@ class HostileRequestsTest extends GatewayFilterTestBase {
             clients.shutdownNow();
         }
         long heapGrowth = usedHeapAfterGc() - heapBefore;
-        long directGrowth = io.netty.buffer.PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory() - directBefore;
+        long directGrowth = PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory() - directBefore;
         System.out.printf("10 concurrent 1-2 MB hostile bodies: heap growth %d MB, pooled direct growth %d MB%n",
                 heapGrowth >> 20, directGrowth >> 20);
         assertThat(heapGrowth).isLessThan(32L * 1024 * 1024);
         assertThat(directGrowth).isLessThan(32L * 1024 * 1024);
+    }
+
+    @Test
+    void malformedFramingIsRefusedWithout5xx() {
+        String start = "POST /accepting/framing HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: ";
+        for (String framing : List.of("Content-Length: abc\r\n", "Content-Length: -5\r\n",
+                "Content-Length: 2\r\nContent-Length: 3\r\n", "Content-Length: 99999999999999999999999\r\n",
+                "Transfer-Encoding: chunked\r\nContent-Length: 2\r\n", "Transfer-Encoding: gzip, chunked\r\n",
+                "Transfer-Encoding: chunked\r\n\r\nzz\r\n")) {
+            Response response = raw.send(start + newKey() + "\r\n" + framing + "Connection: close\r\n\r\n{}",
+                    new byte[0], DEADLINE);
+            if (!response.closedWithoutAnswer()) { // Netty may also just close a connection it cannot frame
+                assertThat(response.status()).as(framing).isLessThan(500);
+            }
+        }
+    }
+
+    /**
+     * A client that sends the head and part of the body, then nothing, is answered 408 once the body timeout (2 s
+     * here) has passed, instead of holding the connection and a buffer forever; nothing was reserved, so the same key
+     * with the whole body then goes through.
+     */
+    @Test
+    void aBodyThatStopsArrivingIs408AfterTheBodyTimeout() {
+        String key = newKey();
+        int forwardedBefore = accepting.requests();
+        long started = System.nanoTime();
+        Response stalled = raw.send(("POST /accepting/stalled HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: " + key
+                + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+                .getBytes(StandardCharsets.US_ASCII), (out, answered) -> {
+                    out.write("{\"legalName\":".getBytes(StandardCharsets.US_ASCII));
+                    out.flush();
+                    answered.await();
+                }, DEADLINE);
+        assertAnswered(stalled, "stalled body");
+        assertThat(stalled.status()).isEqualTo(408);
+        assertThat(message(stalled)).isEqualTo("The request body did not arrive completely within 2 seconds; the "
+                + "request was not processed. Send it again with the same key.");
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isGreaterThanOrEqualTo(Duration.ofSeconds(2));
+
+        // An unterminated chunked body stalls the same way.
+        Response chunked = raw.send("POST /accepting/stalled HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: "
+                + newKey() + "\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"", new byte[0], DEADLINE);
+        assertAnswered(chunked, "unterminated chunked body");
+        assertThat(chunked.status()).isEqualTo(408);
+        assertThat(accepting.requests()).isEqualTo(forwardedBefore);
+
+        assertThat(post("/accepting/stalled", List.of("Idempotency-Key: " + key, "Content-Type: application/json"),
+                "{\"legalName\":\"ACME\"}".getBytes()).status()).isEqualTo(202);
+    }
+
+    /** A client that asks before sending a body larger than the limit is told 413 without sending it. */
+    @Test
+    void expectContinueWithAnOversizedBodyIs413WithoutTheBody() {
+        Response response = raw.send(("POST /accepting/expect HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: "
+                + newKey() + "\r\nContent-Length: " + (64L * 1024 * 1024) + "\r\nExpect: 100-continue\r\n\r\n")
+                .getBytes(StandardCharsets.US_ASCII), (out, answered) -> answered.await(), DEADLINE);
+        assertAnswered(response, "Expect: 100-continue");
+        assertThat(response.status()).isEqualTo(413);
+        assertThat(response.requestBytesWritten()).isLessThan(1024);
+    }
+
+    @Test
+    void hostileTenantHeadersNeverCause5xx() {
+        List<String> many = new ArrayList<>(List.of("Idempotency-Key: " + newKey()));
+        for (int i = 0; i < 50; i++) {
+            many.add("X-Tenant-Id: tenant-" + (i % 3));
+        }
+        assertThat(post("/accepting/tenant", many, "{}".getBytes()).status()).isEqualTo(202);
+        assertThat(post("/accepting/tenant", List.of("Idempotency-Key: " + newKey(), "X-Tenant-Id: " + "t".repeat(6000)),
+                "{}".getBytes()).status()).isEqualTo(202);
+        assertThat(post("/accepting/tenant", List.of("Idempotency-Key: " + newKey(), "X-Tenant-Id:"),
+                "{}".getBytes()).status()).isEqualTo(202);
+        assertThat(post("/accepting/tenant", List.of("Idempotency-Key: " + newKey(),
+                header("X-Tenant-Id", "\u00e9\u00ff acme".getBytes(StandardCharsets.ISO_8859_1))), "{}".getBytes())
+                .status()).isEqualTo(202);
+    }
+
+    /**
+     * Numbers are compared by exact decimal value: 1, 1.0, 1e0 and 10E-1 are one amount and replay; amounts that
+     * differ anywhere, even where a double could not tell them apart, are another payload (409).
+     */
+    @Test
+    void numbersAreComparedByTheirExactValue() {
+        String key = newKey();
+        List<String> headers = List.of("Idempotency-Key: " + key, "Content-Type: application/json");
+        assertThat(post("/accepting/amounts", headers, "{\"amount\":1}".getBytes()).status()).isEqualTo(202);
+        for (String same : List.of("1.0", "1e0", "10E-1", "0.1e+1", "1.000")) {
+            assertThat(post("/accepting/amounts", headers, ("{\"amount\":" + same + "}").getBytes()).status())
+                    .as(same).isEqualTo(200);
+        }
+        for (String other : List.of("1.0000000000000001", "-1", "\"1\"", "10", "0.1")) {
+            Response response = post("/accepting/amounts", headers, ("{\"amount\":" + other + "}").getBytes());
+            assertThat(response.status()).as(other).isEqualTo(409);
+            assertThat(message(response)).isEqualTo(GatewayError.PAYLOAD_MISMATCH_MESSAGE);
+        }
+        String small = newKey();
+        List<String> smallHeaders = List.of("Idempotency-Key: " + small, "Content-Type: application/json");
+        assertThat(post("/accepting/amounts", smallHeaders, "{\"amount\":0.1}".getBytes()).status()).isEqualTo(202);
+        assertThat(post("/accepting/amounts", smallHeaders, "{\"amount\":0.10000000000000001}".getBytes()).status())
+                .isEqualTo(409);
+        assertThat(post("/accepting/amounts", smallHeaders, "{\"amount\":-0.1e0}".getBytes()).status())
+                .isEqualTo(409);
+        assertThat(post("/accepting/amounts", smallHeaders, "{\"amount\":1E-1}".getBytes()).status()).isEqualTo(200);
     }
 
     @Test
@@ -312,18 +422,10 @@ class HostileRequestsTest extends GatewayFilterTestBase {
         assertThat(response.status()).isIn(400, 413, 414, 431);
     }
 
-    private static void awaitQuietly(java.util.concurrent.CountDownLatch answered) {
-        try {
-            answered.await(DEADLINE.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     private static long usedHeapAfterGc() {
         System.gc();
         System.gc();
-        return java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
     }
 
     private static String message(Response response) {

@@ -13,15 +13,19 @@ import io.swagger.v3.parser.core.models.ParseOptions;
 import io.swagger.v3.parser.core.models.SwaggerParseResult;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.core.io.ClassPathResource;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.test.web.reactive.server.EntityExchangeResult;
+import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.web.reactive.function.client.WebClient;
 import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The OpenAPI description of the gateway's own responses: served on the main port, a valid OpenAPI 3.1 document
@@ -59,7 +63,7 @@ class OpenApiDescriptionTest extends GatewayFilterTestBase {
         OpenAPI api = parsed.getOpenAPI();
         assertThat(api.getOpenapi()).isEqualTo("3.1.0");
         assertThat(api.getComponents().getResponses()).containsKeys("IdempotencyKeyInvalid", "IdempotencyConflict",
-                "RequestBodyTooLarge", "IdempotencyUnavailable", "UpstreamFailed", "UpstreamTimeout", "Replayed");
+                "RequestBodyTooLarge", "RequestBodyTimeout", "IdempotencyUnavailable", "UpstreamFailed", "UpstreamTimeout", "Replayed");
         assertThat(api.getComponents().getSchemas()).containsKeys("ErrorEnvelope", "ErrorStatus");
         assertThat(api.getComponents().getHeaders()).containsKeys("IdempotencyReplayed", "RetryAfter",
                 "RetryAfterAlways");
@@ -145,6 +149,16 @@ class OpenApiDescriptionTest extends GatewayFilterTestBase {
     }
 
     @Test
+    void aStalledBodyIsTheDocumented408() {
+        RawHttpClient.Response stalled = new RawHttpClient(port).send(("POST /merchants/openapi HTTP/1.1\r\n"
+                + "Host: localhost\r\nIdempotency-Key: " + newKey() + "\r\nContent-Length: 10\r\n\r\n{")
+                .getBytes(StandardCharsets.US_ASCII), (out, answered) -> answered.await(), Duration.ofSeconds(15));
+        HttpHeaders headers = new HttpHeaders();
+        stalled.headers().forEach(headers::addAll);
+        contract.assertDescribes(stalled.status(), headers, stalled.body());
+    }
+
+    @Test
     void aReplayCarriesTheDocumentedHeader() {
         upstream.stubFor(post(anyUrl()).willReturn(aResponse().withStatus(202).withBody("{\"processId\":\"p\"}")));
         String key = newKey();
@@ -161,12 +175,12 @@ class OpenApiDescriptionTest extends GatewayFilterTestBase {
         assertThat(contract.errors("/components/headers/IdempotencyReplayed/schema", json("\"false\""))).isNotEmpty();
     }
 
-    private void assertDescribed(org.springframework.test.web.reactive.server.WebTestClient.ResponseSpec spec) {
+    private void assertDescribed(WebTestClient.ResponseSpec spec) {
         EntityExchangeResult<byte[]> result = spec.expectBody().returnResult();
         contract.assertDescribes(result.getStatus().value(), result.getResponseHeaders(), result.getResponseBody());
     }
 
     private static JsonNode json(String text) {
-        return tools.jackson.databind.json.JsonMapper.builder().build().readTree(text);
+        return JsonMapper.builder().build().readTree(text);
     }
 }

@@ -57,7 +57,7 @@ final class RawHttpClient {
      * can hold back the rest of a body until the server has answered without it.
      */
     interface BodyWriter {
-        void writeTo(OutputStream out, CountDownLatch answered) throws IOException;
+        void writeTo(OutputStream out, CountDownLatch answered) throws IOException, InterruptedException;
     }
 
     Response send(String head, byte[] body, Duration deadline) {
@@ -82,6 +82,8 @@ final class RawHttpClient {
                     out.flush();
                 } catch (IOException serverStoppedReading) {
                     // Expected when the server answers early and closes: the response is read all the same.
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
             }, "raw-http-writer");
             writer.setDaemon(true);

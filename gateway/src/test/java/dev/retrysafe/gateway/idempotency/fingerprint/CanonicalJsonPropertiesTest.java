@@ -12,6 +12,8 @@ import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
@@ -88,11 +90,11 @@ class CanonicalJsonPropertiesTest {
             @ForAll("scalars") JsonValue first, @ForAll("scalars") JsonValue second) {
         String firstText = canonical(JsonSpelling.plain(UNORDERED).bytes(first));
         Assume.that(!firstText.equals(canonical(JsonSpelling.plain(UNORDERED).bytes(second))));
-        JsonValue ordered = new JsonObject(java.util.Map.of("contacts", new JsonArray(java.util.List.of(first, second))));
-        JsonValue swapped = new JsonObject(java.util.Map.of("contacts", new JsonArray(java.util.List.of(second, first))));
-        JsonValue unordered = new JsonObject(java.util.Map.of("sites", new JsonArray(java.util.List.of(first, second))));
-        JsonValue unorderedSwapped = new JsonObject(java.util.Map.of("sites",
-                new JsonArray(java.util.List.of(second, first))));
+        JsonValue ordered = new JsonObject(Map.of("contacts", new JsonArray(List.of(first, second))));
+        JsonValue swapped = new JsonObject(Map.of("contacts", new JsonArray(List.of(second, first))));
+        JsonValue unordered = new JsonObject(Map.of("sites", new JsonArray(List.of(first, second))));
+        JsonValue unorderedSwapped = new JsonObject(Map.of("sites",
+                new JsonArray(List.of(second, first))));
         assertThat(canonicalPlain(swapped)).isNotEqualTo(canonicalPlain(ordered));
         assertThat(canonicalPlain(unorderedSwapped)).isEqualTo(canonicalPlain(unordered));
     }
