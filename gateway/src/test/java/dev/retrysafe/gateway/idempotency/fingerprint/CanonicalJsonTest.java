@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
 import java.math.BigDecimal;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.Random;
@@ -215,6 +216,17 @@ class CanonicalJsonTest {
     void rejectsInvalidUtf8() {
         byte[] invalid = {'"', (byte) 0xC3, (byte) 0x28, '"'};
         assertThat(canonicalJson.canonicalize(invalid)).isEmpty();
+    }
+
+    @Test
+    void readsUtf16AndUtf32AndAByteOrderMarkByValue() {
+        String json = "{\"b\":\"\u00e9\",\"a\":1}";
+        byte[] utf8 = canonicalJson.canonicalize(json.getBytes(StandardCharsets.UTF_8)).orElseThrow();
+        for (Charset charset : new Charset[] {StandardCharsets.UTF_16,
+                StandardCharsets.UTF_16LE, StandardCharsets.UTF_16BE, Charset.forName("UTF-32")}) {
+            assertThat(canonicalJson.canonicalize(json.getBytes(charset))).as(charset.name()).hasValue(utf8);
+        }
+        assertThat(canonicalJson.canonicalize(("\uFEFF" + json).getBytes(StandardCharsets.UTF_8))).hasValue(utf8);
     }
 
     @Test
