@@ -45,6 +45,7 @@ class HostileRequestsTest extends GatewayFilterTestBase {
 
     @Test
     void fuzzedKeysAreRejectedWith422OrAcceptedOnlyWhenValid() {
+        System.out.println("Fuzzed keys from seed " + SEED + " (-Dhostile.seed=N for others)");
         Random random = new Random(SEED);
         for (int i = 0; i < 200; i++) {
             byte[] key = randomKey(random);
