@@ -26,6 +26,7 @@ public record IdempotencyProperties(
         @DefaultValue("24h") Duration retention,
         @DefaultValue({"401", "403", "408", "425", "429", "503"}) Set<Integer> releaseOnStatus,
         @DefaultValue("1MB") DataSize maxRequestBytes,
+        @DefaultValue("30s") Duration requestBodyTimeout,
         @DefaultValue("1MB") DataSize maxStoredResponseBytes,
         @DefaultValue("1KB") DataSize compressStoredBodiesAbove,
         @DefaultValue("1s") Duration storeTimeout,

@@ -43,6 +43,11 @@ public record GatewayError(int status, String message, Optional<Duration> retryA
                 Optional.empty());
     }
 
+    public static GatewayError bodyTimeout(Duration limit) {
+        return new GatewayError(408, "The request body did not arrive completely within " + limit.toSeconds()
+                + " seconds; the request was not processed. Send it again with the same key.", Optional.empty());
+    }
+
     public static GatewayError storeUnavailable(Duration retryAfter) {
         return new GatewayError(503, "Idempotency protection is temporarily unavailable; the request was not "
                 + "processed. Retry later with the same key.", Optional.of(retryAfter));

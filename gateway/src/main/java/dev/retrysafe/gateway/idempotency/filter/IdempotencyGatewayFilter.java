@@ -37,8 +37,8 @@ import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
-import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
@@ -96,8 +96,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return responses.error(exchange, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
         return readBody(request).flatMap(body -> {
-            if (body.tooLarge()) {
-                return responses.error(exchange, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
+            if (body.refused().isPresent()) {
+                return responses.error(exchange, body.refused().get());
             }
             return tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
@@ -107,32 +107,52 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         });
     }
 
+    /**
+     * Reads the body, holding at most max-request-bytes of it, for at most request-body-timeout: a client that
+     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer.
+     */
     private Mono<RequestBody> readBody(ServerHttpRequest request) {
         return DataBufferUtils.join(request.getBody(), policy.maxRequestBytes())
+                .timeout(policy.requestBodyTimeout())
                 .map(buffer -> {
                     try {
                         byte[] bytes = new byte[buffer.readableByteCount()];
                         buffer.read(bytes);
-                        return new RequestBody(bytes, false);
+                        return RequestBody.of(bytes);
                     } finally {
                         DataBufferUtils.release(buffer);
                     }
                 })
-                .defaultIfEmpty(new RequestBody(new byte[0], false))
-                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new RequestBody(new byte[0], true)));
+                .defaultIfEmpty(RequestBody.of(new byte[0]))
+                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(
+                        RequestBody.refused(GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
+                .onErrorResume(TimeoutException.class, e -> Mono.just(
+                        RequestBody.refused(GatewayError.bodyTimeout(policy.requestBodyTimeout()))));
     }
 
+    /**
+     * The Content-Type goes to the fingerprinter as sent: parsing it here would turn a malformed one (a client's
+     * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
+     * not JSON, and the upstream judges the request.
+     */
     private Fingerprint fingerprint(ServerHttpRequest request, byte[] body) {
-        MediaType contentType = request.getHeaders().getContentType();
         return policy.fingerprinter().fingerprint(request.getMethod().name(), request.getURI().getRawPath(),
-                request.getURI().getRawQuery(), contentType == null ? null : contentType.toString(), body);
+                request.getURI().getRawQuery(), request.getHeaders().getFirst(HttpHeaders.CONTENT_TYPE), body);
     }
 
     private static Optional<Route> route(ServerWebExchange exchange) {
         return Optional.ofNullable(exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR));
     }
 
-    private record RequestBody(byte[] bytes, boolean tooLarge) {
+    /** The body as read, or why it was not. */
+    private record RequestBody(byte[] bytes, Optional<GatewayError> refused) {
+        static RequestBody of(byte[] bytes) {
+            return new RequestBody(bytes, Optional.empty());
+        }
+
+        static RequestBody refused(GatewayError error) {
+            return new RequestBody(new byte[0], Optional.of(error));
+        }
     }
 
     /** The store could not be asked; the request is refused rather than forwarded unprotected. */

@@ -86,6 +86,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 or(c.getRetention(), defaults.retention()),
                 new OutcomePolicy(or(c.getReleaseOnStatus(), defaults.releaseOnStatus())),
                 bytes("max-request-bytes", or(c.getMaxRequestBytes(), defaults.maxRequestBytes())),
+                defaults.requestBodyTimeout(),
                 bytes("max-stored-response-bytes", or(c.getMaxStoredResponseBytes(), defaults.maxStoredResponseBytes())),
                 defaults.storeTimeout(),
                 defaults.retryAfter(),

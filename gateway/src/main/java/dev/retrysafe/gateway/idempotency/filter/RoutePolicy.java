@@ -22,6 +22,7 @@ public record RoutePolicy(
         Duration retention,
         OutcomePolicy outcomePolicy,
         int maxRequestBytes,
+        Duration requestBodyTimeout,
         int maxStoredResponseBytes,
         Duration storeTimeout,
         Duration retryAfter,
@@ -40,6 +41,7 @@ public record RoutePolicy(
         requirePositive("in-flight-lease", inFlightLease);
         requirePositive("retention", retention);
         requirePositive("store-timeout", storeTimeout);
+        requirePositive("request-body-timeout", requestBodyTimeout);
         if (inFlightWait.isNegative()) {
             throw new IllegalArgumentException("in-flight-wait must not be negative");
         }

@@ -30,6 +30,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.embedded-redis.enabled=true",
                 "idempotency.embedded-redis.directory=target/embedded-redis",
                 "idempotency.tenant-header=X-Tenant-Id",
+                "idempotency.request-body-timeout=2s",
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s",
                 "idempotency.process-poll.initial-delay=100ms",
                 "idempotency.process-poll.max-delay=200ms"})
@@ -37,6 +38,7 @@ abstract class GatewayFilterTestBase {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
     static final int closedPort = closedPort();
     static final LargeBodyUpstream largeBody = new LargeBodyUpstream(100L * 1024 * 1024);
+    static final AcceptingUpstream accepting = new AcceptingUpstream();
 
     static {
         upstream.start();
@@ -76,6 +78,8 @@ abstract class GatewayFilterTestBase {
         route(registry, 9, "process", upstreamUri, "/proc/merchants/**", Map.of(
                 "process-status-uri", "/proc/processes/{processId}"));
         route(registry, 10, "large", "http://127.0.0.1:" + largeBody.port(), "/large/**", Map.of());
+        route(registry, 11, "accepting", "http://127.0.0.1:" + accepting.port(), "/accepting/**",
+                Map.of("unordered-arrays", "integrations,paymentMethods,sites"));
     }
 
     private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,

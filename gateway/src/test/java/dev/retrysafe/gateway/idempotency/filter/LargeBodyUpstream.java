@@ -3,52 +3,26 @@ package dev.retrysafe.gateway.idempotency.filter;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** An upstream on a real socket that answers every request with {@code size} bytes, counting what it wrote. */
-final class LargeBodyUpstream {
-    private final ServerSocket server;
+final class LargeBodyUpstream extends SocketUpstream {
     private final long size;
     private final AtomicLong written = new AtomicLong();
 
     LargeBodyUpstream(long size) {
+        super("large-body-upstream");
         this.size = size;
-        try {
-            server = new ServerSocket(0);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        Thread acceptor = new Thread(this::accept, "large-body-upstream");
-        acceptor.setDaemon(true);
-        acceptor.start();
-    }
-
-    int port() {
-        return server.getLocalPort();
     }
 
     long written() {
         return written.get();
     }
 
-    private void accept() {
-        while (!server.isClosed()) {
-            try {
-                Socket socket = server.accept();
-                Thread serve = new Thread(() -> serve(socket), "large-body-upstream-conn");
-                serve.setDaemon(true);
-                serve.start();
-            } catch (IOException closed) {
-                return;
-            }
-        }
-    }
-
-    private void serve(Socket socket) {
+    @Override
+    void serve(Socket socket) {
         try (socket) {
             InputStream in = socket.getInputStream();
             StringBuilder head = new StringBuilder();

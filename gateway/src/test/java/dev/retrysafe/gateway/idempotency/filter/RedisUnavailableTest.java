@@ -20,6 +20,7 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.web.reactive.server.EntityExchangeResult;
 import org.springframework.test.web.reactive.server.WebTestClient;
 
 /** Point 13: with Redis unreachable the gateway fails closed: 503 with Retry-After, upstream not called. */
@@ -66,6 +67,20 @@ class RedisUnavailableTest {
                     .jsonPath("$.status.status").isEqualTo("FAILED");
         }
         upstream.verify(exactly(0), anyRequestedFor(anyUrl()));
+    }
+
+    /** The OpenAPI description needs no Redis, and the real 503 is what it documents. */
+    @Test
+    void the503IsTheOneTheOpenApiDescriptionDocuments() {
+        WebTestClient client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
+                .responseTimeout(Duration.ofSeconds(10)).build();
+        String yaml = client.get().uri("/idempotency/openapi.yaml").exchange().expectStatus().isOk()
+                .expectBody(String.class).returnResult().getResponseBody();
+        EntityExchangeResult<byte[]> unavailable = client.post().uri("/merchants")
+                .header("Idempotency-Key", "8f1c2d3e4a5b6c7d8e9f0a1b").bodyValue("{}")
+                .exchange().expectStatus().isEqualTo(503).expectBody().returnResult();
+        new OpenApiContract(yaml).assertDescribes(503, unavailable.getResponseHeaders(),
+                unavailable.getResponseBody());
     }
 
     private static int closedPort() {

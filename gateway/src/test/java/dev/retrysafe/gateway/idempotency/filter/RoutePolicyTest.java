@@ -31,14 +31,15 @@ class RoutePolicyTest {
         Duration inFlightLease = Duration.ofSeconds(60);
         Duration retention = Duration.ofHours(24);
         int maxRequestBytes = 1_048_576;
+        Duration requestBodyTimeout = Duration.ofSeconds(30);
         int maxStoredResponseBytes = 1_048_576;
         Duration storeTimeout = Duration.ofSeconds(1);
         Duration retryAfter = Duration.ofSeconds(1);
 
         RoutePolicy build() {
             return new RoutePolicy(keyHeader, KEY_POLICY, methods, FINGERPRINTER, replayStatus, STORABLE,
-                    inFlightWait, inFlightLease, retention, OUTCOMES, maxRequestBytes, maxStoredResponseBytes,
-                    storeTimeout, retryAfter, false, java.util.Optional.empty(), false);
+                    inFlightWait, inFlightLease, retention, OUTCOMES, maxRequestBytes, requestBodyTimeout,
+                    maxStoredResponseBytes, storeTimeout, retryAfter, false, java.util.Optional.empty(), false);
         }
     }
 
@@ -122,6 +123,15 @@ class RoutePolicyTest {
         b.storeTimeout = Duration.ofMillis(millis);
 
         assertThatIllegalArgumentException().isThrownBy(b::build).withMessageContaining("store-timeout");
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {0, -1})
+    void rejectsANonPositiveRequestBodyTimeout(long millis) {
+        Builder b = new Builder();
+        b.requestBodyTimeout = Duration.ofMillis(millis);
+
+        assertThatIllegalArgumentException().isThrownBy(b::build).withMessageContaining("request-body-timeout");
     }
 
     @Test

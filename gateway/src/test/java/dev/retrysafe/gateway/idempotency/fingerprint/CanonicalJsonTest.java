@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
 import java.math.BigDecimal;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.Random;
@@ -64,6 +65,23 @@ class CanonicalJsonTest {
         assertThat(canonical(tenToThe998)).contains("1E+998");
         assertThat(canonical("1" + "0".repeat(500) + ".000e-500")).contains("1");
         assertThat(canonical("-0.000" + "0".repeat(900))).contains("0");
+    }
+
+    /** Amounts a double cannot tell apart are different amounts: compared by exact decimal value, never as doubles. */
+    @Test
+    void keepsNumbersApartThatADoubleWouldConfuse() {
+        assertThat(canonical("0.1")).isNotEqualTo(canonical("0.10000000000000001"));
+        assertThat(canonical("9007199254740993")).isNotEqualTo(canonical("9007199254740992"));
+        assertThat(canonical("1e400")).isNotEqualTo(canonical("1e401"));
+        assertThat(canonical("1e-400")).isNotEqualTo(canonical("0"));
+        assertThat(canonical("[0.1, 0.10]")).contains("[0.1,0.1]");
+    }
+
+    @Test
+    void treatsALoneSurrogateInANameAsNotCanonicalisable() {
+        // Jackson refuses it in a name (values are fine): the body is then compared byte for byte.
+        assertThat(canonical("{\"\\ud83d\":1}")).isEmpty();
+        assertThat(canonical("{\"\\ud83d\\ude00\":1}")).contains("{\"\uD83D\uDE00\":1}");
     }
 
     @Test
@@ -198,6 +216,17 @@ class CanonicalJsonTest {
     void rejectsInvalidUtf8() {
         byte[] invalid = {'"', (byte) 0xC3, (byte) 0x28, '"'};
         assertThat(canonicalJson.canonicalize(invalid)).isEmpty();
+    }
+
+    @Test
+    void readsUtf16AndUtf32AndAByteOrderMarkByValue() {
+        String json = "{\"b\":\"\u00e9\",\"a\":1}";
+        byte[] utf8 = canonicalJson.canonicalize(json.getBytes(StandardCharsets.UTF_8)).orElseThrow();
+        for (Charset charset : new Charset[] {StandardCharsets.UTF_16,
+                StandardCharsets.UTF_16LE, StandardCharsets.UTF_16BE, Charset.forName("UTF-32")}) {
+            assertThat(canonicalJson.canonicalize(json.getBytes(charset))).as(charset.name()).hasValue(utf8);
+        }
+        assertThat(canonicalJson.canonicalize(("\uFEFF" + json).getBytes(StandardCharsets.UTF_8))).hasValue(utf8);
     }
 
     @Test

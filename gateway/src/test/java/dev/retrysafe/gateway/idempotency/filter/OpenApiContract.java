@@ -1,0 +1,108 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.networknt.schema.Error;
+import com.networknt.schema.Schema;
+import com.networknt.schema.SchemaLocation;
+import com.networknt.schema.SchemaRegistry;
+import com.networknt.schema.dialect.Dialects;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.HttpHeaders;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.dataformat.yaml.YAMLMapper;
+
+/**
+ * The OpenAPI description the gateway serves, used as a contract: a real response the gateway produced must
+ * match the response component documented for its status, by JSON Schema validation of its body (OpenAPI 3.1
+ * dialect), its Retry-After header and its message, which must be one of the documented examples (up to the
+ * numbers in it, which follow the configuration).
+ */
+final class OpenApiContract {
+    /** Where the document is said to live, so that its internal references resolve. */
+    static final String DOCUMENT_IRI = "https://gateway.test/idempotency/openapi.yaml";
+    static final Map<Integer, String> RESPONSE_FOR_STATUS = Map.of(
+            422, "IdempotencyKeyInvalid",
+            408, "RequestBodyTimeout",
+            409, "IdempotencyConflict",
+            413, "RequestBodyTooLarge",
+            502, "UpstreamFailed",
+            503, "IdempotencyUnavailable",
+            504, "UpstreamTimeout");
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final JsonNode document;
+    private final SchemaRegistry schemas;
+
+    OpenApiContract(String yaml) {
+        this.document = YAMLMapper.builder().build().readTree(yaml);
+        this.schemas = SchemaRegistry.withDefaultDialect(Dialects.getOpenApi31(),
+                builder -> builder.schemas(Map.of(DOCUMENT_IRI, yaml)));
+    }
+
+    JsonNode document() {
+        return document;
+    }
+
+    /** Schema errors of {@code instance} against the schema at a JSON pointer into the document. */
+    List<String> errors(String pointer, JsonNode instance) {
+        Schema schema = schemas.getSchema(SchemaLocation.of(DOCUMENT_IRI + "#" + pointer));
+        List<String> messages = new ArrayList<>();
+        for (Error error : schema.validate(instance)) {
+            messages.add(error.toString());
+        }
+        return messages;
+    }
+
+    /** The pointer to the JSON body schema of a response component. */
+    static String bodySchemaOf(String response) {
+        return "/components/responses/" + response + "/content/application~1json/schema";
+    }
+
+    /** The messages of a response component's examples. */
+    List<String> exampleMessages(String response) {
+        List<String> messages = new ArrayList<>();
+        document.at("/components/responses/" + response + "/content/application~1json/examples")
+                .forEach(example -> messages.add(example.at("/value/status/message").asString()));
+        return messages;
+    }
+
+    /**
+     * Asserts that a response the gateway produced is what its description says: the status has a response
+     * component, the body validates against it and carries the status as reason, a message the examples show, and
+     * Retry-After is there when documented as always present and documented whenever it is present.
+     */
+    void assertDescribes(int status, HttpHeaders headers, byte[] body) {
+        String response = RESPONSE_FOR_STATUS.get(status);
+        assertThat(response).as("a response component for status " + status).isNotNull();
+        JsonNode json = JSON.readTree(body);
+        assertThat(errors(bodySchemaOf(response), json)).as(response + ": " + json).isEmpty();
+        assertThat(json.at("/status/reason").asInt()).isEqualTo(status);
+        // Numbers in messages (limits, statuses) follow the configuration: compared up to them.
+        assertThat(exampleMessages(response).stream().map(OpenApiContract::withoutNumbers))
+                .as(response + " examples").contains(withoutNumbers(json.at("/status/message").asString()));
+        assertThat(headers.getContentType()).hasToString("application/json");
+
+        JsonNode retryAfter = document.at("/components/responses/" + response + "/headers/Retry-After");
+        if (headers.getFirst(HttpHeaders.RETRY_AFTER) != null) {
+            assertThat(retryAfter.isMissingNode()).as(response + " documents Retry-After").isFalse();
+            assertThat(Integer.parseInt(headers.getFirst(HttpHeaders.RETRY_AFTER))).isPositive();
+        }
+        if (!retryAfter.isMissingNode() && referenced(retryAfter).path("required").asBoolean(false)) {
+            assertThat(headers.getFirst(HttpHeaders.RETRY_AFTER)).as(response + " always has Retry-After").isNotNull();
+        }
+    }
+
+    private static String withoutNumbers(String message) {
+        return message.replaceAll("[0-9]+", "N");
+    }
+
+    JsonNode referenced(JsonNode node) {
+        String ref = node.path("$ref").asString("");
+        return ref.startsWith("#") ? document.at(ref.substring(1)) : node;
+    }
+}
