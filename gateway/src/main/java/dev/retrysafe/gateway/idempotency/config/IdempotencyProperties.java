@@ -33,7 +33,8 @@ public record IdempotencyProperties(
         @DefaultValue("false") boolean upstreamHonoursKey,
         @DefaultValue("reject") StoreUnavailable storeUnavailable,
         @DefaultValue ProcessPoll processPoll,
-        @DefaultValue EmbeddedRedis embeddedRedis) {
+        @DefaultValue EmbeddedRedis embeddedRedis,
+        @DefaultValue RecordCountSampling recordCounts) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
@@ -49,6 +50,16 @@ public record IdempotencyProperties(
 
     /** How the gateway polls the status of a process that nobody asks about. */
     public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay) {
+    }
+
+    /**
+     * The periodic count of records by state behind the {@code idempotency.records} gauges. Each sample reads every
+     * record (SCAN plus one HMGET of two fields per record), on each instance where it is enabled.
+     *
+     * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
+     */
+    public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
+            @DefaultValue("60s") Duration pendingAfter) {
     }
 
     /** A Redis server started with the gateway, for zero-setup runs; never on unless asked for. */

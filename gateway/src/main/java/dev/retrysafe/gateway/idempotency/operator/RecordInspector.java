@@ -12,6 +12,12 @@ public interface RecordInspector {
 
     Flux<RecordView> list(RecordFilter filter);
 
+    /**
+     * Counts every record by state, and the IN_FLIGHT ones reserved more than {@code pendingAfter} ago. Reads each
+     * record: a cost linear in the number of records (see the README's Operations section).
+     */
+    Mono<RecordCounts> count(Duration pendingAfter);
+
     /** Frees an IN_FLIGHT or UNCERTAIN record; emits the state it was in, or {@code ABSENT}. */
     Mono<String> release(String scopeHash);
 

@@ -1,14 +1,12 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static dev.retrysafe.gateway.idempotency.TestRoutes.route;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
+import dev.retrysafe.gateway.idempotency.TestRoutes;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,7 +33,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.process-poll.max-delay=200ms"})
 abstract class GatewayFilterTestBase {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
-    static final int closedPort = closedPort();
+    static final int closedPort = TestRoutes.closedPort();
     static final LargeBodyUpstream largeBody = new LargeBodyUpstream(100L * 1024 * 1024);
 
     static {
@@ -78,18 +76,6 @@ abstract class GatewayFilterTestBase {
         route(registry, 10, "large", "http://127.0.0.1:" + largeBody.port(), "/large/**", Map.of());
     }
 
-    private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,
-            Map<String, String> args) {
-        String prefix = "spring.cloud.gateway.server.webflux.routes[" + index + "].";
-        registry.add(prefix + "id", () -> id);
-        registry.add(prefix + "uri", () -> uri);
-        registry.add(prefix + "predicates[0]", () -> "Path=" + path);
-        if (args != null) {
-            registry.add(prefix + "filters[0].name", () -> "Idempotency");
-            new LinkedHashMap<>(args).forEach((name, value) -> registry.add(prefix + "filters[0].args." + name, () -> value));
-        }
-    }
-
     @BeforeEach
     void connect() {
         client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
@@ -104,13 +90,5 @@ abstract class GatewayFilterTestBase {
 
     static String url(String path) {
         return "http://127.0.0.1:" + upstream.port() + path;
-    }
-
-    private static int closedPort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }
