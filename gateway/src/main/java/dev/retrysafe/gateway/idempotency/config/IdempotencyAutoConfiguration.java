@@ -170,7 +170,7 @@ public class IdempotencyAutoConfiguration {
     RecordCountSampler idempotencyRecordCountSampler(RecordInspector inspector, IdempotencyMetrics metrics,
             IdempotencyProperties properties) {
         return new RecordCountSampler(inspector, metrics.registry(), properties.recordCounts().interval(),
-                properties.recordCounts().pendingAfter());
+                properties.recordCounts().pendingAfter(), properties.recordCounts().maxRecords());
     }
 
     /** Health component {@code idempotencyStore}; {@code management.health.idempotency-store.enabled=false} drops it. */

@@ -57,9 +57,10 @@ public record IdempotencyProperties(
      * record (SCAN plus one HMGET of two fields per record), on each instance where it is enabled.
      *
      * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
+     * @param maxRecords   a sample stops (gauges NaN) rather than read more records than this: bounds its cost
      */
     public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
-            @DefaultValue("60s") Duration pendingAfter) {
+            @DefaultValue("60s") Duration pendingAfter, @DefaultValue("100000") long maxRecords) {
     }
 
     /** A Redis server started with the gateway, for zero-setup runs; never on unless asked for. */

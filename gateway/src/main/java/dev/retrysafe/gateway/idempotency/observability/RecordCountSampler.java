@@ -16,7 +16,8 @@ import reactor.core.publisher.Mono;
  * Counts the store's records every {@code interval} and publishes the counts as gauges: {@code idempotency.records
  * {state}} (IN_FLIGHT, UNCERTAIN, COMPLETED) and {@code idempotency.records.pending} (IN_FLIGHT longer than
  * {@code pendingAfter}). The counts are cluster-wide, the same on every instance that samples. A failed or
- * unfinished sample leaves the gauges at NaN rather than at stale numbers that look current.
+ * unfinished sample, or one that would read more than {@code maxRecords} records, leaves the gauges at NaN rather
+ * than at stale numbers that look current.
  */
 public final class RecordCountSampler implements SmartLifecycle {
     public static final String RECORDS = "idempotency.records";
@@ -26,14 +27,16 @@ public final class RecordCountSampler implements SmartLifecycle {
     private final RecordInspector inspector;
     private final Duration interval;
     private final Duration pendingAfter;
+    private final long maxRecords;
     private volatile RecordCounts latest;
     private volatile Disposable sampling;
 
     public RecordCountSampler(RecordInspector inspector, MeterRegistry registry, Duration interval,
-            Duration pendingAfter) {
+            Duration pendingAfter, long maxRecords) {
         this.inspector = inspector;
         this.interval = interval;
         this.pendingAfter = pendingAfter;
+        this.maxRecords = maxRecords;
         gauge(registry, RECORDS, "IN_FLIGHT", "Records reserved and not yet settled", RecordCounts::inFlight);
         gauge(registry, RECORDS, "UNCERTAIN", "Records whose outcome is unknown, waiting for reconciliation",
                 RecordCounts::uncertain);
@@ -57,14 +60,15 @@ public final class RecordCountSampler implements SmartLifecycle {
 
     /** Takes one sample now; also what each tick does. */
     public Mono<RecordCounts> sample() {
-        return inspector.count(pendingAfter)
+        return inspector.count(pendingAfter, maxRecords)
                 // A sample slower than the interval is abandoned: the next tick starts afresh.
                 .timeout(interval.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : interval)
                 .doOnNext(counts -> latest = counts)
                 .doOnError(e -> {
                     latest = null;
                     log.warn("Record counts unavailable ({}); idempotency.records gauges are NaN until the next "
-                            + "sample succeeds", e.toString());
+                            + "sample succeeds", e instanceof RecordInspector.TooManyRecords
+                            ? e.getMessage() + ", the limit idempotency.record-counts.max-records sets" : e.toString());
                 })
                 .onErrorResume(e -> Mono.empty());
     }

@@ -22,6 +22,7 @@ import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.core.io.ClassPathResource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.SynchronousSink;
 
 /** Operator access to the Redis records: SCAN for listing (operator traffic only), scripts for settling. */
 public final class RedisRecordInspector implements RecordInspector {
@@ -62,11 +63,19 @@ public final class RedisRecordInspector implements RecordInspector {
     }
 
     @Override
-    public Mono<RecordCounts> count(Duration pendingAfter) {
+    public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
         return Mono.defer(() -> {
             long pendingBefore = System.currentTimeMillis() - pendingAfter.toMillis();
             long[] tally = new long[4];
+            long[] seen = new long[1];
             return redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000).build())
+                    .handle((String key, SynchronousSink<String> sink) -> {
+                        if (++seen[0] > maxRecords) {
+                            sink.error(new TooManyRecords(maxRecords));
+                        } else {
+                            sink.next(key);
+                        }
+                    })
                     // Two fields per record; a few lookups in flight at once so that Lettuce pipelines them.
                     .flatMap(key -> redis.<String, byte[]>opsForHash().multiGet(key, COUNTED_FIELDS), 16)
                     .doOnNext(fields -> {

@@ -23,9 +23,10 @@ import org.springframework.data.redis.serializer.RedisSerializer;
 
 /**
  * The store's health and the record counts against a real Redis that the test stops: DOWN with the reason and
- * what guarded requests get meanwhile, gauges NaN rather than stale; UP again once Redis is back.
+ * what guarded requests get meanwhile, gauges NaN rather than stale; UP again once Redis is back. And a count that
+ * would read more records than allowed gives up.
  */
-class StoreDownTest {
+class StoreHealthAndCountsTest {
     EmbeddedRedisServer redis;
     LettuceConnectionFactory connections;
     ReactiveRedisTemplate<String, byte[]> template;
@@ -72,7 +73,7 @@ class StoreDownTest {
     void recordCountsAreNaNWhileRedisIsStopped() {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         RecordCountSampler sampler = new RecordCountSampler(new RedisRecordInspector(template, new SettleSignals()),
-                meters, Duration.ofSeconds(1), Duration.ofSeconds(60));
+                meters, Duration.ofSeconds(1), Duration.ofSeconds(60), 1000);
         assertThat(meters.get(RecordCountSampler.RECORDS).tag("state", "UNCERTAIN").gauge().value()).isNaN();
 
         sampler.sample().block(Duration.ofSeconds(10));
@@ -83,6 +84,25 @@ class StoreDownTest {
         sampler.sample().block(Duration.ofSeconds(10));
         assertThat(meters.get(RecordCountSampler.RECORDS).tag("state", "UNCERTAIN").gauge().value()).isNaN();
         assertThat(meters.get(RecordCountSampler.PENDING).gauge().value()).isNaN();
+    }
+
+    @Test
+    void aCountThatWouldReadMoreRecordsThanAllowedGivesUp() {
+        for (int i = 0; i < 3; i++) {
+            template.<String, byte[]>opsForHash().put(RedisIdempotencyStore.recordKey("scope-" + i), "state",
+                    "COMPLETED".getBytes()).block(Duration.ofSeconds(10));
+        }
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        RedisRecordInspector inspector = new RedisRecordInspector(template, new SettleSignals());
+
+        new RecordCountSampler(inspector, meters, Duration.ofSeconds(1), Duration.ofSeconds(60), 3).sample()
+                .block(Duration.ofSeconds(10));
+        assertThat(meters.get(RecordCountSampler.RECORDS).tag("state", "COMPLETED").gauge().value()).isEqualTo(3);
+
+        SimpleMeterRegistry limited = new SimpleMeterRegistry();
+        new RecordCountSampler(inspector, limited, Duration.ofSeconds(1), Duration.ofSeconds(60), 2).sample()
+                .block(Duration.ofSeconds(10));
+        assertThat(limited.get(RecordCountSampler.RECORDS).tag("state", "COMPLETED").gauge().value()).isNaN();
     }
 
     private static void awaitUp(RedisStoreHealthIndicator health) {
