@@ -16,7 +16,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -153,8 +152,7 @@ abstract class ObservabilityTestBase {
     }
 
     double requests(String route, String outcome) {
-        return Optional.ofNullable(meters.find(IdempotencyMetrics.REQUESTS).tag("route", route)
-                .tag("outcome", outcome).counter()).map(c -> c.count()).orElse(0.0);
+        return RequestCounts.count(meters, route, outcome);
     }
 
     double gauge(String name, String... tags) {
