@@ -18,8 +18,8 @@ import org.springframework.security.web.server.SecurityWebFilterChain;
 /**
  * The runnable gateway's security: the operator endpoint ({@code /actuator/idempotency}) needs HTTP Basic with the
  * OPERATOR role; health and the Prometheus scrape stay open (health details only for operators when
- * {@code management.endpoint.health.show-details=when-authorized}); the gateway's own routes are left to the routes (no login, no CSRF: this is an
- * API gateway). Without {@code idempotency.operator.password} nobody can use the operator endpoint.
+ * {@code management.endpoint.health.show-details=when-authorized}); the gateway's own routes are left to the
+ * routes (no login, no CSRF: this is an API gateway). Without {@code idempotency.operator.password} nobody can use the operator endpoint.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableWebFluxSecurity

@@ -173,7 +173,10 @@ public class IdempotencyAutoConfiguration {
                 properties.recordCounts().pendingAfter(), properties.recordCounts().maxRecords());
     }
 
-    /** Health component {@code idempotencyStore}; {@code management.health.idempotency-store.enabled=false} drops it. */
+    /**
+     * Health component {@code idempotencyStore}; {@code management.health.idempotency-store.enabled=false} drops
+     * it.
+     */
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnEnabledHealthIndicator("idempotency-store")

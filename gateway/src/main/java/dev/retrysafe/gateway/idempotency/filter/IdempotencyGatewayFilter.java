@@ -103,7 +103,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         }
         IdempotencyKey key = ((KeyCheck.Valid) check).key();
         if (request.getHeaders().getContentLength() > policy.maxRequestBytes()) {
-            return reject(exchange, report, RequestOutcome.TOO_LARGE, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
+            return reject(exchange, report, RequestOutcome.TOO_LARGE,
+                    GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
         return readBody(request).flatMap(body -> {
             if (body.tooLarge()) {

@@ -68,7 +68,9 @@ public final class RedisRecordInspector implements RecordInspector {
             long pendingBefore = System.currentTimeMillis() - pendingAfter.toMillis();
             long[] tally = new long[4];
             long[] seen = new long[1];
-            return redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000).build())
+            ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+                    .build();
+            return redis.scan(records)
                     .handle((String key, SynchronousSink<String> sink) -> {
                         if (++seen[0] > maxRecords) {
                             sink.error(new TooManyRecords(maxRecords));
