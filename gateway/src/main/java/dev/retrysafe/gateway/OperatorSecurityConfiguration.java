@@ -18,8 +18,9 @@ import org.springframework.security.web.server.SecurityWebFilterChain;
 
 /**
  * The runnable gateway's security: the operator endpoint ({@code /actuator/idempotency}) needs HTTP Basic with the
- * OPERATOR role; health stays open; the gateway's own routes are left to the routes (no login, no CSRF: this is an
- * API gateway). Without {@code idempotency.operator.password} nobody can use the operator endpoint.
+ * OPERATOR role; health and the Prometheus scrape stay open (health details only for operators when
+ * {@code management.endpoint.health.show-details=when-authorized}); the gateway's own routes are left to the
+ * routes (no login, no CSRF: this is an API gateway). Without {@code idempotency.operator.password} nobody can use the operator endpoint.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableWebFluxSecurity
@@ -31,7 +32,9 @@ class OperatorSecurityConfiguration {
     SecurityWebFilterChain operatorEndpointSecurity(ServerHttpSecurity http) {
         return http.securityMatcher(EndpointRequest.toAnyEndpoint())
                 .authorizeExchange(exchanges -> exchanges
-                        .matchers(EndpointRequest.to("health")).permitAll()
+                        // Health (details only for operators) and the Prometheus scrape hold no record data; the
+                        // management port is bound to localhost.
+                        .matchers(EndpointRequest.to("health", "prometheus")).permitAll()
                         .anyExchange().hasRole("OPERATOR"))
                 .httpBasic(Customizer.withDefaults())
                 .csrf(ServerHttpSecurity.CsrfSpec::disable)

@@ -4,6 +4,12 @@ import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.observability.MeteredIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.observability.ObservationTraceIds;
+import dev.retrysafe.gateway.idempotency.observability.RecordCountSampler;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.observability.TraceIds;
 import dev.retrysafe.gateway.idempotency.operator.IdempotencyOperatorEndpoint;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
@@ -14,6 +20,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import io.lettuce.core.ClientOptions;
@@ -32,11 +39,14 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
@@ -157,6 +167,57 @@ public class IdempotencyAutoConfiguration {
     }
 
     @Bean
+    IdempotencyMetrics idempotencyMetrics(ObjectProvider<MeterRegistry> meters) {
+        return new IdempotencyMetrics(meters.getIfAvailable(() -> Metrics.globalRegistry));
+    }
+
+    /** Trace ids for the request log line when Micrometer Tracing is on the classpath. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.tracing.handler.TracingObservationHandler")
+    static class TracingConfiguration {
+        @Bean
+        @ConditionalOnMissingBean
+        TraceIds idempotencyTraceIds() {
+            return new ObservationTraceIds();
+        }
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    TraceIds idempotencyNoTraceIds() {
+        return TraceIds.NONE;
+    }
+
+    @Bean
+    RequestReports idempotencyRequestReports(IdempotencyMetrics metrics, TraceIds traceIds) {
+        return new RequestReports(metrics, traceIds);
+    }
+
+    @Bean
+    @ConditionalOnBean(RecordInspector.class)
+    @ConditionalOnProperty(name = "idempotency.record-counts.enabled", matchIfMissing = true)
+    RecordCountSampler idempotencyRecordCountSampler(RecordInspector inspector, IdempotencyMetrics metrics,
+            IdempotencyProperties properties) {
+        return new RecordCountSampler(inspector, metrics.registry(), properties.recordCounts().interval(),
+                properties.recordCounts().pendingAfter(), properties.recordCounts().maxRecords());
+    }
+
+    /**
+     * Health component {@code idempotencyStore}; {@code management.health.idempotency-store.enabled=false} drops
+     * it.
+     */
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnEnabledHealthIndicator("idempotency-store")
+    RedisStoreHealthIndicator idempotencyStoreHealthIndicator(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties) {
+        String whileDown = properties.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD
+                ? "forwarded unprotected, each one logged and counted (idempotency.store-unavailable=forward)"
+                : "refused with 503 and Retry-After, nothing forwarded (idempotency.store-unavailable=reject)";
+        return new RedisStoreHealthIndicator(bytesTemplate(connectionFactory), properties.storeTimeout(), whileDown);
+    }
+
+    @Bean
     @ConditionalOnBean(IdempotencyStore.class)
     ProcessWatcher idempotencyProcessWatcher(IdempotencyStore store, IdempotencyProperties properties,
             ObjectProvider<WebClient.Builder> webClients) {
@@ -181,8 +242,9 @@ public class IdempotencyAutoConfiguration {
     @ConditionalOnBean(IdempotencyStore.class)
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases) {
-        return new IdempotencyGatewayFilterFactory(properties, store, tenants, Clock.systemDefaultZone(), events,
-                processes, statusObserver, leases);
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
+            RequestReports reports) {
+        return new IdempotencyGatewayFilterFactory(properties, new MeteredIdempotencyStore(store, metrics), tenants,
+                Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports);
     }
 }

@@ -37,7 +37,8 @@ public record IdempotencyProperties(
         @DefaultValue("100ms") Duration replicaAckTimeout,
         @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
-        @DefaultValue EmbeddedRedis embeddedRedis) {
+        @DefaultValue EmbeddedRedis embeddedRedis,
+        @DefaultValue RecordCountSampling recordCounts) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
@@ -62,6 +63,17 @@ public record IdempotencyProperties(
 
     /** How the gateway polls the status of a process that nobody asks about. */
     public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay) {
+    }
+
+    /**
+     * The periodic count of records by state behind the {@code idempotency.records} gauges. Each sample reads every
+     * record (SCAN plus one HMGET of two fields per record), on each instance where it is enabled.
+     *
+     * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
+     * @param maxRecords   a sample stops (gauges NaN) rather than read more records than this: bounds its cost
+     */
+    public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
+            @DefaultValue("60s") Duration pendingAfter, @DefaultValue("100000") long maxRecords) {
     }
 
     /** A Redis server started with the gateway, for zero-setup runs; never on unless asked for. */

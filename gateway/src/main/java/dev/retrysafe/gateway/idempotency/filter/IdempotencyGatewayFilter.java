@@ -5,6 +5,9 @@ import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.key.KeyCheck;
+import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
+import dev.retrysafe.gateway.idempotency.observability.RequestReport;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
@@ -63,9 +66,10 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private final IdempotencyEvents events;
     private final ProcessWatcher processes;
     private final LeaseRenewals leases;
+    private final RequestReports reports;
 
     public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
-            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases) {
+            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, RequestReports reports) {
         this.policy = policy;
         this.store = store;
         this.tenants = tenants;
@@ -73,6 +77,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         this.events = events;
         this.processes = processes;
         this.leases = leases;
+        this.reports = reports;
         this.responses = new GatewayResponses(clock);
     }
 
@@ -87,24 +92,46 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         if (!policy.guards(request.getMethod().name())) {
             return chain.filter(exchange);
         }
+        RequestReport report = reports.start(exchange, route(exchange).map(Route::getId).orElse(""));
+        return guard(exchange, chain, report).doFinally(report::clientSideEnded);
+    }
+
+    private Mono<Void> guard(ServerWebExchange exchange, GatewayFilterChain chain, RequestReport report) {
+        ServerHttpRequest request = exchange.getRequest();
         KeyCheck check = policy.keyPolicy().check(policy.keyHeader(), request.getHeaders().get(policy.keyHeader()));
         if (check instanceof KeyCheck.Rejected rejected) {
-            return responses.error(exchange, GatewayError.invalidKey(rejected.message()));
+            return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
         }
         IdempotencyKey key = ((KeyCheck.Valid) check).key();
         if (request.getHeaders().getContentLength() > policy.maxRequestBytes()) {
-            return responses.error(exchange, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
+            return reject(exchange, report, RequestOutcome.TOO_LARGE,
+                    GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
         return readBody(request).flatMap(body -> {
             if (body.refused().isPresent()) {
-                return responses.error(exchange, body.refused().get());
+                Refusal refusal = body.refused().get();
+                return reject(exchange, report, refusal.outcome(), refusal.error());
             }
             return tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
                     .flatMap(tenant -> new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
                             route(exchange).map(Route::getId).orElse(""), key), fingerprint(request, body.bytes()),
-                            body.bytes()).attempt());
+                            body.bytes(), report).attempt());
         });
+    }
+
+    /**
+     * Refuses a request before its scope is known. The tenant is still resolved, for the log line only, so that
+     * support can tell one tenant's broken client from a general problem.
+     */
+    private Mono<Void> reject(ServerWebExchange exchange, RequestReport report, RequestOutcome outcome,
+            GatewayError error) {
+        report.outcome(outcome);
+        return tenants.resolve(exchange)
+                .defaultIfEmpty(TenantResolver.ANONYMOUS)
+                .doOnNext(report::tenant)
+                .onErrorResume(e -> Mono.empty())
+                .then(responses.error(exchange, error));
     }
 
     /**
@@ -125,9 +152,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 })
                 .defaultIfEmpty(RequestBody.of(new byte[0]))
                 .onErrorResume(DataBufferLimitException.class, e -> Mono.just(
-                        RequestBody.refused(GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
+                        RequestBody.refused(RequestOutcome.TOO_LARGE,
+                                GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
                 .onErrorResume(TimeoutException.class, e -> Mono.just(
-                        RequestBody.refused(GatewayError.bodyTimeout(policy.requestBodyTimeout()))));
+                        RequestBody.refused(RequestOutcome.BODY_TIMEOUT,
+                                GatewayError.bodyTimeout(policy.requestBodyTimeout()))));
     }
 
     /**
@@ -145,14 +174,17 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     }
 
     /** The body as read, or why it was not. */
-    private record RequestBody(byte[] bytes, Optional<GatewayError> refused) {
+    private record RequestBody(byte[] bytes, Optional<Refusal> refused) {
         static RequestBody of(byte[] bytes) {
             return new RequestBody(bytes, Optional.empty());
         }
 
-        static RequestBody refused(GatewayError error) {
-            return new RequestBody(new byte[0], Optional.of(error));
+        static RequestBody refused(RequestOutcome outcome, GatewayError error) {
+            return new RequestBody(new byte[0], Optional.of(new Refusal(outcome, error)));
         }
+    }
+
+    private record Refusal(RequestOutcome outcome, GatewayError error) {
     }
 
     /** The store could not be asked; the request is refused rather than forwarded unprotected. */
@@ -172,9 +204,10 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         private final OwnerToken owner = OwnerToken.random();
         private final long waitDeadline;
         private final String upstream;
+        private final RequestReport report;
 
         GuardedRequest(ServerWebExchange exchange, GatewayFilterChain chain, IdempotencyScope scope,
-                Fingerprint fingerprint, byte[] body) {
+                Fingerprint fingerprint, byte[] body, RequestReport report) {
             this.exchange = exchange;
             this.chain = chain;
             this.scope = scope;
@@ -182,6 +215,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             this.body = body;
             this.waitDeadline = clock.millis() + policy.inFlightWait().toMillis();
             this.upstream = route(exchange).map(Route::getUri).map(URI::toString).orElse("");
+            this.report = report;
+            report.scope(scope);
         }
 
         Mono<Void> attempt() {
@@ -189,15 +224,18 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                     .onErrorResume(StoredResponseUnreadable.class, e -> {
                         // Processed once already: never sent again, and not a fault the client can retry away.
                         events.replayUnreadable(scope, e);
+                        report.outcome(RequestOutcome.REPLAY_UNREADABLE);
                         return responses.error(exchange, GatewayError.replayUnreadable(e.originalStatus()));
                     })
                     .onErrorResume(StoreUnavailable.class, e -> {
                         if (policy.forwardWhenStoreUnavailable()) {
                             events.forwardedUnprotected(scope, e.getCause());
+                            report.outcome(RequestOutcome.FORWARDED_UNPROTECTED);
                             return chain.filter(exchange.mutate().request(new CachedBodyRequest(exchange.getRequest(),
                                     body, exchange.getResponse().bufferFactory())).build());
                         }
                         events.storeUnavailable(scope, e.getCause());
+                        report.outcome(RequestOutcome.STORE_UNAVAILABLE);
                         return responses.error(exchange, GatewayError.storeUnavailable(policy.retryAfter()));
                     });
         }
@@ -215,17 +253,21 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             if (reservation instanceof Reservation.Taken taken) {
                 Decision decision = Decision.against(taken.existing(), fingerprint);
                 if (decision instanceof Decision.Replay replay) {
+                    report.outcome(RequestOutcome.REPLAY);
                     return responses.replay(exchange,
                             ReplayResponse.of(replay.response(), policy.replayStatus(), replay.processEnded()));
                 }
                 if (decision instanceof Decision.ReplayUnavailable unavailable) {
+                    report.outcome(RequestOutcome.REPLAY_UNAVAILABLE);
                     return responses.error(exchange, GatewayError.replayUnavailable(unavailable.originalStatus(),
                             policy.maxStoredResponseBytes()));
                 }
                 if (decision instanceof Decision.PayloadMismatch) {
+                    report.outcome(RequestOutcome.MISMATCH);
                     return responses.error(exchange, GatewayError.payloadMismatch());
                 }
                 if (decision instanceof Decision.Uncertain) {
+                    report.outcome(RequestOutcome.UNCERTAIN);
                     return responses.error(exchange, GatewayError.uncertainRetry(policy.retryAfter()));
                 }
                 return awaitSettle();
@@ -240,14 +282,22 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         private Mono<Void> awaitSettle() {
             Duration left = remainingWait();
             if (left.toMillis() <= 0) {
+                report.outcome(RequestOutcome.IN_FLIGHT_CONFLICT);
                 return responses.error(exchange, GatewayError.stillInFlight(policy.retryAfter()));
             }
             SettleWaiter waiter = store.awaitSettle(scope);
             return reserve()
                     .flatMap(reservation -> stillInFlight(reservation)
-                            ? waiter.settled().timeout(left, Mono.empty()).then(Mono.defer(this::attemptAgain))
+                            ? waitFor(waiter, left).then(Mono.defer(this::attemptAgain))
                             : answer(reservation))
                     .doFinally(signal -> waiter.close());
+        }
+
+        private Mono<Void> waitFor(SettleWaiter waiter, Duration left) {
+            return Mono.defer(() -> {
+                Runnable waiting = report.waiting();
+                return waiter.settled().timeout(left, Mono.empty()).doFinally(signal -> waiting.run());
+            });
         }
 
         private Mono<Void> attemptAgain() {
@@ -276,10 +326,24 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             ServerWebExchange forwarded = exchange.mutate().request(request).response(response).build();
             Mono<Void> exchangeWithUpstream = chain.filter(forwarded)
                     // Nothing reached the response (a later filter answered on its own): there is no result.
-                    .then(Mono.defer(() -> response.outcomeSeen() ? response.settled() : release()))
+                    .then(Mono.defer(() -> {
+                        if (response.outcomeSeen()) {
+                            return response.settled();
+                        }
+                        report.outcome(RequestOutcome.RELEASED);
+                        return release();
+                    }))
                     .onErrorResume(e -> upstreamFailed(e, response));
             LeaseRenewals.Hold lease = leases.hold(scope, owner, policy.inFlightLease(), policy.storeTimeout());
-            return detached(exchangeWithUpstream.doFinally(signal -> lease.release()));
+            return detached(Mono.defer(() -> {
+                // From here the request is reported when the exchange ends, whatever the client does meanwhile.
+                Runnable forwarding = report.forwarding();
+                return exchangeWithUpstream.doFinally(signal -> {
+                    lease.release();
+                    forwarding.run();
+                    report.upstreamExchangeEnded();
+                });
+            }));
         }
 
         private Mono<Void> upstreamFailed(Throwable error, CapturingResponse response) {
@@ -288,10 +352,12 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             }
             if (neverSent(error)) {
                 events.upstreamUnreachable(scope, error);
+                report.outcome(RequestOutcome.UPSTREAM_UNREACHABLE);
                 return release().then(responses.error(exchange,
                         GatewayError.upstreamUnreachable(policy.retryAfter())));
             }
             boolean timedOut = timedOut(error);
+            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
             String reason = timedOut
                     ? "no response within the gateway's response timeout after the request was sent"
                     : "connection failed after the request was sent, before a response: " + error;
@@ -301,17 +367,20 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
         @Override
         public boolean isFinal(int status) {
+            report.upstreamAnswered(status);
             return policy.outcomePolicy().isFinal(status);
         }
 
         @Override
         public Mono<Void> notAResult() {
+            report.outcome(RequestOutcome.RELEASED);
             return release();
         }
 
         @Override
         public Mono<Void> completed(int status, List<ResponseHeader> headers, byte[] responseBody,
                 boolean bodyOmitted) {
+            report.outcome(RequestOutcome.FIRST);
             StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers),
                     responseBody, bodyOmitted);
             Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
@@ -340,6 +409,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
         @Override
         public Mono<Void> aborted(Throwable cause, long bytesSeen) {
+            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
             return markUncertain("the response broke off after " + bytesSeen + " body bytes"
                     + (cause == null ? "" : ": " + cause));
         }

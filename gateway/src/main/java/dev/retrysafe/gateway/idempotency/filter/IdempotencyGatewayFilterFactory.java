@@ -5,6 +5,7 @@ import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
@@ -43,10 +44,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final ProcessWatcher processes;
     private final ProcessStatusObserver statusObserver;
     private final LeaseRenewals leases;
+    private final RequestReports reports;
 
     public IdempotencyGatewayFilterFactory(IdempotencyProperties defaults, IdempotencyStore store,
             TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases) {
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
@@ -56,6 +58,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         this.processes = processes;
         this.statusObserver = statusObserver;
         this.leases = leases;
+        this.reports = reports;
     }
 
     @Override
@@ -65,7 +68,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             policy.processTracking().ifPresent(tracking ->
                     statusObserver.register(config.getRouteId(), tracking, policy.retention()));
         }
-        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases);
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports);
     }
 
     RoutePolicy policy(Config c) {

@@ -12,6 +12,20 @@ public interface RecordInspector {
 
     Flux<RecordView> list(RecordFilter filter);
 
+    /**
+     * Counts every record by state, and the IN_FLIGHT ones reserved more than {@code pendingAfter} ago. Reads each
+     * record: a cost linear in the number of records (see the README's Operations section), so it fails with
+     * {@link TooManyRecords} rather than read more than {@code maxRecords}.
+     */
+    Mono<RecordCounts> count(Duration pendingAfter, long maxRecords);
+
+    /** The store holds more records than a count may read. */
+    final class TooManyRecords extends RuntimeException {
+        public TooManyRecords(long maxRecords) {
+            super("more than " + maxRecords + " records");
+        }
+    }
+
     /** Frees an IN_FLIGHT or UNCERTAIN record; emits the state it was in, or {@code ABSENT}. */
     Mono<String> release(String scopeHash);
 

@@ -1,14 +1,12 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static dev.retrysafe.gateway.idempotency.TestRoutes.route;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
+import dev.retrysafe.gateway.idempotency.TestRoutes;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
@@ -31,12 +29,14 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.embedded-redis.directory=target/embedded-redis",
                 "idempotency.tenant-header=X-Tenant-Id",
                 "idempotency.request-body-timeout=2s",
+                // Its periodic SCAN would show up among the commands RedisRoundTripsTest counts.
+                "idempotency.record-counts.enabled=false",
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s",
                 "idempotency.process-poll.initial-delay=100ms",
                 "idempotency.process-poll.max-delay=200ms"})
 abstract class GatewayFilterTestBase {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
-    static final int closedPort = closedPort();
+    static final int closedPort = TestRoutes.closedPort();
     static final LargeBodyUpstream largeBody = new LargeBodyUpstream(100L * 1024 * 1024);
     static final AcceptingUpstream accepting = new AcceptingUpstream();
 
@@ -82,18 +82,6 @@ abstract class GatewayFilterTestBase {
                 Map.of("unordered-arrays", "integrations,paymentMethods,sites"));
     }
 
-    private static void route(DynamicPropertyRegistry registry, int index, String id, String uri, String path,
-            Map<String, String> args) {
-        String prefix = "spring.cloud.gateway.server.webflux.routes[" + index + "].";
-        registry.add(prefix + "id", () -> id);
-        registry.add(prefix + "uri", () -> uri);
-        registry.add(prefix + "predicates[0]", () -> "Path=" + path);
-        if (args != null) {
-            registry.add(prefix + "filters[0].name", () -> "Idempotency");
-            new LinkedHashMap<>(args).forEach((name, value) -> registry.add(prefix + "filters[0].args." + name, () -> value));
-        }
-    }
-
     @BeforeEach
     void connect() {
         client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
@@ -108,13 +96,5 @@ abstract class GatewayFilterTestBase {
 
     static String url(String path) {
         return "http://127.0.0.1:" + upstream.port() + path;
-    }
-
-    private static int closedPort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

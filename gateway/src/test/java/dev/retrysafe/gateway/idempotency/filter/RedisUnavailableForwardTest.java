@@ -17,6 +17,8 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import dev.retrysafe.gateway.idempotency.observability.RequestCounts;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -55,13 +57,16 @@ class RedisUnavailableForwardTest {
 
     @Autowired
     IdempotencyEvents events;
+    @Autowired
+    MeterRegistry meters;
 
     @Test
-    void redisDownForwardsUnprotectedAndCountsIt() {
+    void redisDownForwardsUnprotectedAndCountsIt() throws InterruptedException {
         upstream.stubFor(post(anyUrl()).willReturn(aResponse().withStatus(202).withBody("created")));
         WebTestClient client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
                 .responseTimeout(Duration.ofSeconds(10)).build();
         double before = events.count("forwarded-unprotected");
+        double requests = RequestCounts.count(meters, "onboarding", "forwarded-unprotected");
         for (int attempt = 0; attempt < 2; attempt++) {
             client.post().uri("/merchants").header("Idempotency-Key", "8f1c2d3e4a5b6c7d8e9f0a1b")
                     .contentType(MediaType.APPLICATION_JSON).bodyValue("{}")
@@ -72,6 +77,7 @@ class RedisUnavailableForwardTest {
         // Unprotected means exactly that: both reached the upstream.
         upstream.verify(exactly(2), postRequestedFor(anyUrl()).withRequestBody(equalTo("{}")));
         assertThat(events.count("forwarded-unprotected") - before).isEqualTo(2);
+        RequestCounts.awaitCount(meters, "onboarding", "forwarded-unprotected", requests + 2);
     }
 
     private static int closedPort() {

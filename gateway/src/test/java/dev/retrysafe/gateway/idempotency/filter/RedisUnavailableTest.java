@@ -9,12 +9,15 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
+import dev.retrysafe.gateway.idempotency.observability.RequestCounts;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
@@ -34,6 +37,8 @@ class RedisUnavailableTest {
 
     @LocalServerPort
     int port;
+    @Autowired
+    MeterRegistry meters;
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
@@ -51,7 +56,8 @@ class RedisUnavailableTest {
     }
 
     @Test
-    void redisDownIs503WithRetryAfterAndTheUpstreamIsNotCalled() {
+    void redisDownIs503WithRetryAfterAndTheUpstreamIsNotCalled() throws InterruptedException {
+        double refused = RequestCounts.count(meters, "onboarding", "store-unavailable");
         upstream.stubFor(post(anyUrl()).willReturn(aResponse().withStatus(202)));
         WebTestClient client = WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port)
                 .responseTimeout(Duration.ofSeconds(10)).build();
@@ -67,6 +73,7 @@ class RedisUnavailableTest {
                     .jsonPath("$.status.status").isEqualTo("FAILED");
         }
         upstream.verify(exactly(0), anyRequestedFor(anyUrl()));
+        RequestCounts.awaitCount(meters, "onboarding", "store-unavailable", refused + 3);
     }
 
     /** The OpenAPI description needs no Redis, and the real 503 is what it documents. */

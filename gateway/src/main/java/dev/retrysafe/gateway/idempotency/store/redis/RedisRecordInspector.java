@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
@@ -23,12 +24,14 @@ import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.core.io.ClassPathResource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.SynchronousSink;
 
 /** Operator access to the Redis records: SCAN for listing (operator traffic only), scripts for settling. */
 public final class RedisRecordInspector implements RecordInspector {
     private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "tenant", "upstream",
             "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
             "process_id", "process_state", "process_status", "resolved_by", "resolved_reason");
+    private static final List<String> COUNTED_FIELDS = List.of("state", "reserved_at");
     private static final RedisScript<byte[]> RELEASE = RedisScript.of(
             new ClassPathResource("META-INF/scripts/idempotency_operator_release.lua"), byte[].class);
     private static final RedisScript<byte[]> COMPLETE = RedisScript.of(
@@ -63,6 +66,43 @@ public final class RedisRecordInspector implements RecordInspector {
                 .filter(v -> !"IN_FLIGHT".equals(v.state()) || v.reservedAt() == null
                         || Instant.parse(v.reservedAt()).toEpochMilli() <= now - filter.inFlightOlderThan().toMillis())
                 .take(filter.limit());
+    }
+
+    @Override
+    public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
+        return Mono.defer(() -> {
+            long pendingBefore = System.currentTimeMillis() - pendingAfter.toMillis();
+            long[] tally = new long[4];
+            long[] seen = new long[1];
+            ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+                    .build();
+            return redis.scan(records)
+                    .handle((String key, SynchronousSink<String> sink) -> {
+                        if (++seen[0] > maxRecords) {
+                            sink.error(new TooManyRecords(maxRecords));
+                        } else {
+                            sink.next(key);
+                        }
+                    })
+                    // Two fields per record; a few lookups in flight at once so that Lettuce pipelines them.
+                    .flatMap(key -> redis.<String, byte[]>opsForHash().multiGet(key, COUNTED_FIELDS), 16)
+                    .doOnNext(fields -> {
+                        String state = fields.get(0) == null ? "" : new String(fields.get(0), StandardCharsets.UTF_8);
+                        switch (state) {
+                            case "IN_FLIGHT" -> {
+                                tally[0]++;
+                                if (fields.get(1) != null && Long.parseLong(
+                                        new String(fields.get(1), StandardCharsets.UTF_8)) <= pendingBefore) {
+                                    tally[3]++;
+                                }
+                            }
+                            case "UNCERTAIN" -> tally[1]++;
+                            case "COMPLETED" -> tally[2]++;
+                            default -> { } // expired between SCAN and HMGET
+                        }
+                    })
+                    .then(Mono.fromSupplier(() -> new RecordCounts(tally[0], tally[1], tally[2], tally[3])));
+        });
     }
 
     @Override
