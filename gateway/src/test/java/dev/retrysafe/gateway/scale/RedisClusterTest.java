@@ -92,6 +92,9 @@ class RedisClusterTest {
                 Optional.of("onboarding"), Optional.empty(), Duration.ZERO, 10_000)).collectList()
                 .block(Duration.ofSeconds(10));
         assertThat(listed).hasSizeGreaterThanOrEqualTo(30);
+        // So does the count behind the idempotency.records gauges.
+        assertThat(gateway.getBean(RecordInspector.class).count(Duration.ofMinutes(1), 100_000)
+                .block(Duration.ofSeconds(10)).completed()).isGreaterThanOrEqualTo(30);
     }
 
     /**
