@@ -7,8 +7,8 @@
 #   load-tests/benchmark.sh                       # about 2 minutes
 #   WARMUP=60 DURATION=20 load-tests/benchmark.sh # steadier numbers, about 6 minutes
 #
-# With redis-server on the PATH it also starts a replica of that Redis and a second gateway with
-# idempotency.replica-acks=1 (Redis WAIT), measured as "first writes, replica-acks 1".
+# With redis-server on the PATH it also starts a replica of that Redis and then, after the main run, compares first
+# writes through a gateway with idempotency.replica-acks=0 and one with 1 (Redis WAIT): replica-acks.md.
 #
 # Settings (environment): WARMUP seconds (40), DURATION seconds per measurement (8), LIGHT connections (4),
 # HEAVY connections (32), BACKEND_LATENCY_MS (0), ports BENCH_GATEWAY_PORT (18090), BENCH_BACKEND_PORT (18091),
@@ -48,6 +48,7 @@ if command -v redis-server >/dev/null 2>&1; then
   redis-server --port "$REPLICA_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --replicaof 127.0.0.1 "$REDIS_PORT" > "$out/redis-replica.log" 2>&1 &
   pids+=($!)
+  replica_started=yes
 else
   redis_args=(--idempotency.embedded-redis.enabled=true --idempotency.embedded-redis.port="$REDIS_PORT")
 fi
@@ -56,8 +57,10 @@ java -Xmx256m -cp "$cp" dev.retrysafe.loadtests.bench.StubBackend "$BACKEND_PORT
   > "$out/backend.log" 2>&1 &
 pids+=($!)
 
-# Started from target/ so that the repository's ./config/application.yml (the Onboarding routes) is not picked up.
+# Started from target/ so that the repository's ./config/application.yml (the Onboarding routes) is not picked up;
+# the setting that costs every request is passed as shipped there (Spring Security observations off).
 route="--spring.cloud.gateway.server.webflux.routes"
+gateway_pid=""
 (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$GATEWAY_PORT" "${redis_args[@]}" \
   --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
   "$route[0].id=plain" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/plain/**" \
@@ -65,23 +68,10 @@ route="--spring.cloud.gateway.server.webflux.routes"
   "$route[1].filters[0].name=Idempotency" \
   "$route[1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
   > "$out/gateway.log" 2>&1) &
-pids+=($!)
+gateway_pid=$!
+pids+=($gateway_pid)
 
 ports=("$BACKEND_PORT" "$GATEWAY_PORT")
-acked_args=()
-if [ -n "${redis_args[0]:-}" ] && [ "${redis_args[0]}" = "--spring.data.redis.port=$REDIS_PORT" ]; then
-  (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$ACKED_GATEWAY_PORT" "${redis_args[@]}" \
-    --idempotency.replica-acks=1 \
-    --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
-    "$route[0].id=acked" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/merchants/**" \
-    "$route[0].filters[0].name=Idempotency" \
-    "$route[0].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
-    > "$out/gateway-acked.log" 2>&1) &
-  pids+=($!)
-  ports+=("$ACKED_GATEWAY_PORT")
-  acked_args=(--acked="http://127.0.0.1:$ACKED_GATEWAY_PORT/merchants")
-fi
-
 for port in "${ports[@]}"; do
   for _ in $(seq 1 240); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
@@ -93,4 +83,39 @@ java -Xmx512m -cp "$cp" dev.retrysafe.loadtests.bench.LoadDriver \
   --backend="http://127.0.0.1:$BACKEND_PORT/merchants" \
   --plain="http://127.0.0.1:$GATEWAY_PORT/plain/merchants" \
   --guarded="http://127.0.0.1:$GATEWAY_PORT/merchants" \
-  --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out" "${acked_args[@]}"
+  --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out"
+
+# The price of idempotency.replica-acks (Redis WAIT), with a replica of the Redis: first writes through a gateway
+# with replica-acks 0, then one with 1, each a fresh JVM with its own warm-up and nothing else running (a second
+# gateway JVM beside the first distorted the main table's numbers).
+if [ -n "${replica_started:-}" ]; then
+  kill "$gateway_pid" 2>/dev/null || true
+  wait "$gateway_pid" 2>/dev/null || true
+  rows="$out/replica-acks-rows.md"
+  rm -f "$rows"
+  for acks in 0 1; do
+    (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$ACKED_GATEWAY_PORT" "${redis_args[@]}" \
+      --idempotency.replica-acks="$acks" \
+      --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
+      "$route[0].id=acked" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/merchants/**" \
+      "$route[0].filters[0].name=Idempotency" \
+      "$route[0].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
+      > "$out/gateway-acks-$acks.log" 2>&1) &
+    acked_pid=$!
+    pids+=($acked_pid)
+    for _ in $(seq 1 240); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$ACKED_GATEWAY_PORT") 2>/dev/null; then break; fi
+      sleep 0.5
+    done
+    java -Xmx512m -cp "$cp" dev.retrysafe.loadtests.bench.LoadDriver \
+      --first-writes-only="http://127.0.0.1:$ACKED_GATEWAY_PORT/merchants" --label="first writes, replica-acks $acks" \
+      --name=replica-acks-rows --warmup="$WARMUP" --duration="$DURATION" --light="$LIGHT" --heavy="$HEAVY" --out="$out"
+    kill "$acked_pid" 2>/dev/null || true
+    wait "$acked_pid" 2>/dev/null || true
+  done
+  { echo "| Target | Load | Throughput (req/s) | p50 (ms) | p99 (ms) | p99.9 (ms) | Errors |"
+    echo "|---|---|---:|---:|---:|---:|---:|"
+    cat "$rows"; } > "$out/replica-acks.md"
+  echo; cat "$out/replica-acks.md"
+  echo "Written: $out/replica-acks.md"
+fi

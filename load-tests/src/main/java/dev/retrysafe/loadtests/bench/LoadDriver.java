@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
@@ -55,6 +56,11 @@ public final class LoadDriver {
 
         HttpClient http = HttpClient.create(ConnectionProvider.builder("bench").maxConnections(2048)
                 .pendingAcquireMaxCount(-1).build());
+        if (options.containsKey("first-writes-only")) {
+            firstWritesOnly(http, options.get("label"), options.get("first-writes-only"), warmupSeconds, light, heavy,
+                    duration, out.resolve(options.get("name") + ".md"));
+            return;
+        }
         List<String> replayKeys = new ArrayList<>();
         for (int i = 0; i < 2000; i++) {
             replayKeys.add(UUID.randomUUID().toString());
@@ -67,10 +73,6 @@ public final class LoadDriver {
                 new Target("idempotent, first writes", options.get("guarded"), fresh),
                 new Target("idempotent, replays", options.get("guarded"),
                         () -> replayKeys.get(Math.floorMod(nextReplay.getAndIncrement(), replayKeys.size())))));
-        if (options.containsKey("acked")) {
-            // A second gateway with idempotency.replica-acks=1 on a Redis with one replica: the price of WAIT.
-            targets.add(new Target("first writes, replica-acks 1", options.get("acked"), fresh));
-        }
 
         System.out.printf("Warm-up %d s on every target (the JIT compiler competes for the cores until it settles)%n",
                 warmupSeconds);
@@ -97,6 +99,26 @@ public final class LoadDriver {
             results.add(report(fixedRate(http, target, rate, duration)));
         }
         write(out, results, options, plainSaturation);
+    }
+
+    /**
+     * First writes against one gateway alone, after its own warm-up: for settings that need a gateway of their
+     * own (replica-acks), each measured in a fresh JVM with nothing else running, and appended as table rows.
+     */
+    private static void firstWritesOnly(HttpClient http, String label, String url, int warmupSeconds, int light,
+            int heavy, Duration duration, Path rows) throws IOException {
+        Supplier<String> fresh = () -> UUID.randomUUID().toString();
+        Target target = new Target(label, url, fresh);
+        closedLoop(http, target, heavy, Duration.ofSeconds(warmupSeconds));
+        StringBuilder md = new StringBuilder();
+        for (int connections : List.of(light, heavy)) {
+            Result r = report(closedLoop(http, target, connections, duration));
+            md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.2f | %.2f | %.2f | %d |%n", r.target(),
+                    r.load(), r.throughput(), r.p50(), r.p99(), r.p999(), r.errors()));
+        }
+        Files.createDirectories(rows.getParent());
+        Files.writeString(rows, md, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
     }
 
     private static Result report(Result result) {
