@@ -60,14 +60,21 @@ pids+=($!)
 # Started from target/ so that the repository's ./config/application.yml (the Onboarding routes) is not picked up;
 # the setting that costs every request is passed as shipped there (Spring Security observations off).
 route="--spring.cloud.gateway.server.webflux.routes"
-gateway_pid=""
-(cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$GATEWAY_PORT" "${redis_args[@]}" \
-  --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
+guarded_route() { # index id path -> $guarded: the Idempotency route as config/application.yml has it for Onboarding
+  guarded=("$route[$1].id=$2" "$route[$1].uri=http://127.0.0.1:$BACKEND_PORT" "$route[$1].predicates[0]=Path=$3"
+    "$route[$1].filters[0].name=Idempotency" "$route[$1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites")
+}
+start_gateway() { # port log-file extra-args...; its pid in $!
+  local port=$1 log=$2
+  shift 2
+  (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$port" "${redis_args[@]}" \
+    --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
+    "$@" > "$out/$log" 2>&1) &
+}
+guarded_route 1 onboarding '/merchants/**'
+start_gateway "$GATEWAY_PORT" gateway.log \
   "$route[0].id=plain" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/plain/**" \
-  "$route[1].id=onboarding" "$route[1].uri=http://127.0.0.1:$BACKEND_PORT" "$route[1].predicates[0]=Path=/merchants/**" \
-  "$route[1].filters[0].name=Idempotency" \
-  "$route[1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
-  > "$out/gateway.log" 2>&1) &
+  "${guarded[@]}"
 gateway_pid=$!
 pids+=($gateway_pid)
 
@@ -94,13 +101,8 @@ if [ -n "${replica_started:-}" ]; then
   rows="$out/replica-acks-rows.md"
   rm -f "$rows"
   for acks in 0 1; do
-    (cd "$out" && exec java -Xmx512m -jar "$gateway_jar" --server.port="$ACKED_GATEWAY_PORT" "${redis_args[@]}" \
-      --idempotency.replica-acks="$acks" \
-      --spring.main.banner-mode=off --logging.level.root=WARN --management.observations.enable.spring.security=false \
-      "$route[0].id=acked" "$route[0].uri=http://127.0.0.1:$BACKEND_PORT" "$route[0].predicates[0]=Path=/merchants/**" \
-      "$route[0].filters[0].name=Idempotency" \
-      "$route[0].filters[0].args.unordered-arrays=integrations,paymentMethods,sites" \
-      > "$out/gateway-acks-$acks.log" 2>&1) &
+    guarded_route 0 acked '/merchants/**'
+    start_gateway "$ACKED_GATEWAY_PORT" "gateway-acks-$acks.log" --idempotency.replica-acks="$acks" "${guarded[@]}"
     acked_pid=$!
     pids+=($acked_pid)
     for _ in $(seq 1 240); do
