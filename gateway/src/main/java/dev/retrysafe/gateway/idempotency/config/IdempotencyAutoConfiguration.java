@@ -23,6 +23,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import dev.retrysafe.gateway.idempotency.wire.RequestFramingCustomizer;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
@@ -32,6 +33,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.cloud.gateway.config.HttpClientProperties;
 import org.springframework.web.reactive.function.client.WebClient;
 import java.time.Clock;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
@@ -171,6 +173,21 @@ public class IdempotencyAutoConfiguration {
         return new IdempotencyMetrics(meters.getIfAvailable(() -> Metrics.globalRegistry));
     }
 
+    /**
+     * Requests reach the gateway only as they were framed: a body whose chunked framing breaks ends in an error
+     * instead of looking complete, and a Transfer-Encoding other than {@code chunked} is refused. On every route,
+     * since a plain route would otherwise forward what a guarded one refuses.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"org.springframework.boot.reactor.netty.NettyServerCustomizer",
+            "reactor.netty.http.server.HttpServer"})
+    static class RequestFramingConfiguration {
+        @Bean
+        RequestFramingCustomizer idempotencyRequestFraming() {
+            return new RequestFramingCustomizer(Clock.systemDefaultZone());
+        }
+    }
+
     /** Trace ids for the request log line when Micrometer Tracing is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "io.micrometer.tracing.handler.TracingObservationHandler")
@@ -243,8 +260,9 @@ public class IdempotencyAutoConfiguration {
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
-            RequestReports reports) {
+            RequestReports reports, ObjectProvider<HttpClientProperties> httpClient) {
         return new IdempotencyGatewayFilterFactory(properties, new MeteredIdempotencyStore(store, metrics), tenants,
-                Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports);
+                Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
+                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout));
     }
 }

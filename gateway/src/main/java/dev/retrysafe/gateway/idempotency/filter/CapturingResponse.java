@@ -15,49 +15,23 @@ import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
 
 /**
  * Streams the upstream's response to the client unchanged while keeping a copy of at most {@code limit} body
  * bytes. Memory per request is bounded by the limit whatever the response size; past it, the copy stops and the
  * result is marked as having no replayable body. The upstream body is read to its end even if the client goes
- * away; its end (complete or broken) decides the outcome.
+ * away (or its write ends without ever reading the body); what happened is reported to the {@link UpstreamExchange},
+ * which alone decides the outcome.
  */
 final class CapturingResponse extends ServerHttpResponseDecorator {
-
-    /** What happens to the upstream's answer once it is known. */
-    interface Outcome {
-        /** Whether this status is a result to store; otherwise {@link #notAResult()} runs before writing. */
-        boolean isFinal(int status);
-
-        Mono<Void> notAResult();
-
-        /** The whole body came from the upstream; store it. Must not fail. */
-        Mono<Void> completed(int status, List<ResponseHeader> headers, byte[] body, boolean bodyOmitted);
-
-        /** The upstream body broke off before it was complete. Must not fail. */
-        Mono<Void> aborted(Throwable cause, long bytesSeen);
-    }
-
     private final int limit;
-    private final Outcome outcome;
+    private final UpstreamExchange upstream;
     private final AtomicBoolean seen = new AtomicBoolean();
-    private final Sinks.Empty<Void> settled = Sinks.empty();
 
-    CapturingResponse(ServerHttpResponse delegate, int limit, Outcome outcome) {
+    CapturingResponse(ServerHttpResponse delegate, int limit, UpstreamExchange upstream) {
         super(delegate);
         this.limit = limit;
-        this.outcome = outcome;
-    }
-
-    /** Whether the upstream's answer reached this response at all. */
-    boolean outcomeSeen() {
-        return seen.get();
-    }
-
-    /** Completes once the outcome is settled: stored, released or marked uncertain. */
-    Mono<Void> settled() {
-        return settled.asMono();
+        this.upstream = upstream;
     }
 
     @Override
@@ -78,8 +52,9 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
     }
 
     /**
-     * The first write decides: a status that is not a result is released and passed through; a result is written
-     * while copied, and stored when the upstream body ends. Later writes (none are expected) pass through.
+     * The first write decides: a status that is not a result is released (before the client sees it) and passed
+     * through; a result is written while copied, and settled when the upstream body ends. Later writes (none are
+     * expected) pass through.
      */
     private Mono<Void> intercept(Publisher<? extends DataBuffer> body,
             Function<Publisher<DataBuffer>, Mono<Void>> clientWrite, Supplier<Mono<Void>> plainWrite) {
@@ -87,32 +62,33 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
             return plainWrite.get();
         }
         int status = status();
-        if (!outcome.isFinal(status)) {
-            return outcome.notAResult().doFinally(s -> settled.tryEmitEmpty()).then(Mono.defer(plainWrite));
+        if (!upstream.answered(status)) {
+            return upstream.settled().then(Mono.defer(plainWrite));
         }
         List<ResponseHeader> headers = headerSnapshot();
         BoundedCopy copy = new BoundedCopy(limit);
         AtomicBoolean upstreamBroke = new AtomicBoolean();
-        DrainingBody guarded = new DrainingBody(Flux.from(body).doOnNext(copy::append),
-                () -> settle(outcome.completed(status, headers, copy.bytes(), copy.overflowed())),
+        DrainingBody guarded = new DrainingBody(Flux.from(body).doOnNext(buffer -> {
+            copy.append(buffer);
+            upstream.progress();
+        }),
+                () -> upstream.bodyEnded(status, headers, copy.bytes(), copy.overflowed()),
                 error -> {
                     upstreamBroke.set(true);
-                    settle(outcome.aborted(error, copy.seen()));
+                    upstream.bodyBroke(error, copy.seen());
                 });
         return clientWrite.apply(guarded)
                 .onErrorResume(clientGone -> {
                     if (upstreamBroke.get()) {
                         // The client must see a broken response, not a short one that looks whole.
-                        return settled().then(Mono.error(clientGone));
+                        return upstream.settled().then(Mono.error(clientGone));
                     }
-                    guarded.drainAlone();
                     return Mono.empty();
                 })
-                .then(settled());
-    }
-
-    private void settle(Mono<Void> outcomeWork) {
-        outcomeWork.doFinally(signal -> settled.tryEmitEmpty()).subscribe();
+                // A write to a connection that is already gone can end without ever reading the body: read it
+                // anyway, or the exchange would wait for an end that never comes.
+                .then(Mono.fromRunnable(guarded::drainAlone))
+                .then(upstream.settled());
     }
 
     private int status() {

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -46,6 +47,17 @@ public record GatewayError(int status, String message, Optional<Duration> retryA
     public static GatewayError bodyTimeout(Duration limit) {
         return new GatewayError(408, "The request body did not arrive completely within " + limit.toSeconds()
                 + " seconds; the request was not processed. Send it again with the same key.", Optional.empty());
+    }
+
+    public static GatewayError malformedBody() {
+        return new GatewayError(400, MalformedRequestBody.MESSAGE + " Send it again, well framed, with the same key.",
+                Optional.empty());
+    }
+
+    /** Never seen by the client that caused it (its connection is gone); named for the log and the metrics. */
+    public static GatewayError bodyIncomplete() {
+        return new GatewayError(400, "The request body did not arrive completely; the request was not processed. "
+                + "Send it again with the same key.", Optional.empty());
     }
 
     public static GatewayError storeUnavailable(Duration retryAfter) {

@@ -8,26 +8,19 @@ import dev.retrysafe.gateway.idempotency.key.KeyCheck;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
-import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
-import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
-import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
-import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
-import java.net.ConnectException;
+import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.net.URI;
-import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -36,17 +29,15 @@ import org.springframework.cloud.gateway.filter.GatewayFilter;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
 import org.springframework.cloud.gateway.route.Route;
+import org.springframework.cloud.gateway.support.RouteMetadataUtils;
 import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpHeaders;
-import org.springframework.http.HttpStatus;
 import org.springframework.http.server.reactive.ServerHttpRequest;
-import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
-import reactor.util.retry.Retry;
 
 /**
  * The {@code Idempotency} route filter. A request's walk: key check, body read and fingerprint, atomic
@@ -67,9 +58,11 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private final ProcessWatcher processes;
     private final LeaseRenewals leases;
     private final RequestReports reports;
+    private final Optional<Duration> responseTimeout;
 
     public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
-            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, RequestReports reports) {
+            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout) {
         this.policy = policy;
         this.store = store;
         this.tenants = tenants;
@@ -78,6 +71,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         this.processes = processes;
         this.leases = leases;
         this.reports = reports;
+        this.responseTimeout = responseTimeout;
         this.responses = new GatewayResponses(clock);
     }
 
@@ -112,11 +106,15 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 Refusal refusal = body.refused().get();
                 return reject(exchange, report, refusal.outcome(), refusal.error());
             }
-            return tenants.resolve(exchange)
+            // The whole request is here: from now on a client that hangs up cancels nothing. Its request is
+            // reserved, forwarded and settled as if it were still listening, so the record tells what happened.
+            report.detachFromClient();
+            return detached(tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
                     .flatMap(tenant -> new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
                             route(exchange).map(Route::getId).orElse(""), key), fingerprint(request, body.bytes()),
-                            body.bytes(), report).attempt());
+                            body.bytes(), report).attempt())
+                    .doFinally(report::detachedWorkEnded));
         });
     }
 
@@ -136,7 +134,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
     /**
      * Reads the body, holding at most max-request-bytes of it, for at most request-body-timeout: a client that
-     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer.
+     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer. A body
+     * that does not arrive whole and well-framed is a refusal before anything is reserved.
      */
     private Mono<RequestBody> readBody(ServerHttpRequest request) {
         return DataBufferUtils.join(request.getBody(), policy.maxRequestBytes())
@@ -156,7 +155,12 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                                 GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
                 .onErrorResume(TimeoutException.class, e -> Mono.just(
                         RequestBody.refused(RequestOutcome.BODY_TIMEOUT,
-                                GatewayError.bodyTimeout(policy.requestBodyTimeout()))));
+                                GatewayError.bodyTimeout(policy.requestBodyTimeout()))))
+                .onErrorResume(MalformedRequestBody.class, e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.MALFORMED_BODY, GatewayError.malformedBody())))
+                // The connection ended mid-body (or any other read failure): nothing was reserved, nothing is sent.
+                .onErrorResume(e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.BODY_INCOMPLETE, GatewayError.bodyIncomplete())));
     }
 
     /**
@@ -195,7 +199,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     }
 
     /** One guarded request, from its reservation attempt to its stored result. */
-    private final class GuardedRequest implements CapturingResponse.Outcome {
+    private final class GuardedRequest {
         private final ServerWebExchange exchange;
         private final GatewayFilterChain chain;
         private final IdempotencyScope scope;
@@ -313,162 +317,42 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             return Duration.ofMillis(Math.max(0, waitDeadline - clock.millis()));
         }
 
-        /**
-         * Forwards the request. The exchange with the upstream is detached from the client's connection: a client
-         * that hangs up does not cancel it, so its result is still stored for the retry. The lease is renewed for
-         * as long as the exchange lasts.
-         */
+        /** Forwards the request; {@link UpstreamExchange} settles it. */
         private Mono<Void> forward() {
-            CachedBodyRequest request = new CachedBodyRequest(exchange.getRequest(), body,
-                    exchange.getResponse().bufferFactory());
-            CapturingResponse response = new CapturingResponse(exchange.getResponse(),
-                    policy.maxStoredResponseBytes(), this);
-            ServerWebExchange forwarded = exchange.mutate().request(request).response(response).build();
-            Mono<Void> exchangeWithUpstream = chain.filter(forwarded)
-                    // Nothing reached the response (a later filter answered on its own): there is no result.
-                    .then(Mono.defer(() -> {
-                        if (response.outcomeSeen()) {
-                            return response.settled();
-                        }
-                        report.outcome(RequestOutcome.RELEASED);
-                        return release();
-                    }))
-                    .onErrorResume(e -> upstreamFailed(e, response));
-            LeaseRenewals.Hold lease = leases.hold(scope, owner, policy.inFlightLease(), policy.storeTimeout());
-            return detached(Mono.defer(() -> {
-                // From here the request is reported when the exchange ends, whatever the client does meanwhile.
-                Runnable forwarding = report.forwarding();
-                return exchangeWithUpstream.doFinally(signal -> {
-                    lease.release();
-                    forwarding.run();
-                    report.upstreamExchangeEnded();
-                });
-            }));
+            UpstreamExchange upstreamExchange = new UpstreamExchange(exchange, scope, owner, fingerprint, body,
+                    upstream, report, policy, store, events, processes, leases, responses);
+            return upstreamExchange.send(chain, stallLimits(exchange));
         }
+    }
 
-        private Mono<Void> upstreamFailed(Throwable error, CapturingResponse response) {
-            if (response.outcomeSeen() || exchange.getResponse().isCommitted()) {
-                return Mono.error(error);
-            }
-            if (neverSent(error)) {
-                events.upstreamUnreachable(scope, error);
-                report.outcome(RequestOutcome.UPSTREAM_UNREACHABLE);
-                return release().then(responses.error(exchange,
-                        GatewayError.upstreamUnreachable(policy.retryAfter())));
-            }
-            boolean timedOut = timedOut(error);
-            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
-            String reason = timedOut
-                    ? "no response within the gateway's response timeout after the request was sent"
-                    : "connection failed after the request was sent, before a response: " + error;
-            return markUncertain(reason).then(responses.error(exchange,
-                    timedOut ? GatewayError.outcomeUnknownTimeout() : GatewayError.outcomeUnknownBroken()));
+    /**
+     * How long a forwarded exchange may show no progress before it is abandoned as UNCERTAIN. Awaiting the answer:
+     * the route's response timeout ({@code response-timeout} route metadata, else the gateway-wide
+     * {@code httpclient.response-timeout}) plus one lease, so that Spring Cloud Gateway's own timeout normally ends
+     * it first; without a timeout, no limit. Once the answer is coming: that timeout plus a renewal period, at least
+     * one lease. This bounds what no timeout covers, such as a client that stopped reading.
+     */
+    private UpstreamExchange.StallLimits stallLimits(ServerWebExchange exchange) {
+        Duration lease = policy.inFlightLease();
+        Object routeTimeout = route(exchange).map(r -> r.getMetadata().get(RouteMetadataUtils.RESPONSE_TIMEOUT_ATTR))
+                .orElse(null);
+        Optional<Duration> timeout = routeTimeout instanceof Number millis && millis.longValue() >= 0
+                ? Optional.of(Duration.ofMillis(millis.longValue()))
+                : responseTimeout;
+        if (timeout.isEmpty()) {
+            return new UpstreamExchange.StallLimits(UpstreamExchange.StallLimits.NO_LIMIT, lease);
         }
-
-        @Override
-        public boolean isFinal(int status) {
-            report.upstreamAnswered(status);
-            return policy.outcomePolicy().isFinal(status);
-        }
-
-        @Override
-        public Mono<Void> notAResult() {
-            report.outcome(RequestOutcome.RELEASED);
-            return release();
-        }
-
-        @Override
-        public Mono<Void> completed(int status, List<ResponseHeader> headers, byte[] responseBody,
-                boolean bodyOmitted) {
-            report.outcome(RequestOutcome.FIRST);
-            StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers),
-                    responseBody, bodyOmitted);
-            Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
-            String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
-                    .findFirst().orElse(null);
-            Optional<String> processId = tracking.flatMap(t -> t.processId(encoding, responseBody));
-            boolean processAlreadyEnded = processId.isPresent()
-                    && tracking.get().terminalStatus(encoding, responseBody).isPresent();
-            Optional<String> unfinishedProcess = processAlreadyEnded ? Optional.empty() : processId;
-            Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
-            Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
-            return detached(store.complete(completion)
-                    .timeout(policy.storeTimeout())
-                    .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
-                    .doOnNext(result -> events.stored(scope, status, result))
-                    .flatMap(result -> result != CompletionResult.NOT_OWNER && unfinishedProcess.isPresent()
-                            ? processes.watch(scope, unfinishedProcess.get(), tracking.get(), upstream,
-                                    policy.retention()).thenReturn(result)
-                            : Mono.just(result))
-                    .onErrorResume(e -> {
-                        events.storeLost(scope, status, e);
-                        return Mono.just(CompletionResult.NOT_OWNER);
-                    }))
-                    .then();
-        }
-
-        @Override
-        public Mono<Void> aborted(Throwable cause, long bytesSeen) {
-            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
-            return markUncertain("the response broke off after " + bytesSeen + " body bytes"
-                    + (cause == null ? "" : ": " + cause));
-        }
-
-        private Mono<Void> markUncertain(String reason) {
-            return detached(store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
-                    .timeout(policy.storeTimeout())
-                    .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
-                    .doOnNext(marked -> {
-                        if (marked) {
-                            events.uncertain(scope, reason);
-                        }
-                    })
-                    .onErrorResume(e -> {
-                        log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
-                                + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
-                        return Mono.just(false);
-                    }))
-                    .then();
-        }
-
-        private Mono<Void> release() {
-            return detached(store.release(scope, owner)
-                    .timeout(policy.storeTimeout())
-                    .onErrorResume(e -> {
-                        log.warn("Reservation for scope {} could not be released ({}); it lapses after {}",
-                                scope.hash(), e.toString(), policy.inFlightLease());
-                        return Mono.just(false);
-                    }))
-                    .then();
-        }
+        Duration betweenBytes = timeout.get().plus(lease.dividedBy(3));
+        return new UpstreamExchange.StallLimits(timeout.get().plus(lease),
+                betweenBytes.compareTo(lease) > 0 ? betweenBytes : lease);
     }
 
     /**
      * Runs work to its end even when the exchange is cancelled: neither a client that closes its connection
      * right after the response (as curl does) nor one that hangs up early may cut short the upstream exchange or
-     * the store call that follows it.
+     * the store call that follows it. The subscriber's context (security context, trace) goes along with it.
      */
     static <T> Mono<T> detached(Mono<T> work) {
-        return Mono.defer(() -> Mono.fromFuture(work.toFuture(), true));
-    }
-
-    /** The request never left the gateway: connection refused, unknown host. */
-    static boolean neverSent(Throwable error) {
-        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
-            if (cause instanceof ConnectException || cause instanceof UnknownHostException) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    static boolean timedOut(Throwable error) {
-        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
-            if (cause instanceof TimeoutException || (cause instanceof ResponseStatusException status
-                    && status.getStatusCode().value() == HttpStatus.GATEWAY_TIMEOUT.value())) {
-                return true;
-            }
-        }
-        return false;
+        return Mono.deferContextual(context -> Mono.fromFuture(work.contextWrite(context).toFuture(), true));
     }
 }

@@ -45,10 +45,16 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final ProcessStatusObserver statusObserver;
     private final LeaseRenewals leases;
     private final RequestReports reports;
+    private final Optional<Duration> responseTimeout;
 
+    /**
+     * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
+     *                        bounds how long a forwarded request may wait for its answer before it is abandoned
+     */
     public IdempotencyGatewayFilterFactory(IdempotencyProperties defaults, IdempotencyStore store,
             TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports) {
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
@@ -59,6 +65,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         this.statusObserver = statusObserver;
         this.leases = leases;
         this.reports = reports;
+        this.responseTimeout = responseTimeout;
     }
 
     @Override
@@ -68,7 +75,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             policy.processTracking().ifPresent(tracking ->
                     statusObserver.register(config.getRouteId(), tracking, policy.retention()));
         }
-        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports);
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
+                responseTimeout);
     }
 
     RoutePolicy policy(Config c) {

@@ -6,6 +6,9 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import org.springframework.beans.factory.DisposableBean;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -14,7 +17,9 @@ import reactor.core.publisher.Mono;
 /**
  * Keeps the leases of this instance's in-flight requests alive: one ticker for the whole instance renews each lease
  * once a third of it has passed, so a slow but live request is never taken over. A per-request timer would cost
- * every request a scheduled task; most requests end long before their first renewal is due.
+ * every request a scheduled task; most requests end long before their first renewal is due. The same ticker is the
+ * exchanges' stall watchdog: a lease is renewed only for an exchange that shows progress, so that no bug and no
+ * client can keep a record IN_FLIGHT for longer than its stall limit plus one lease.
  */
 public final class LeaseRenewals implements DisposableBean {
     private final IdempotencyStore store;
@@ -26,9 +31,9 @@ public final class LeaseRenewals implements DisposableBean {
         this.ticker = Flux.interval(tick).onBackpressureDrop().subscribe(t -> renewDue());
     }
 
-    /** Holds the lease until {@link Hold#release()}. */
-    Hold hold(IdempotencyScope scope, OwnerToken owner, Duration lease, Duration storeTimeout) {
-        Held entry = new Held(scope, lease, storeTimeout);
+    /** Holds the lease until {@link Hold#release()}, or until the watched exchange stalls. */
+    Hold hold(IdempotencyScope scope, OwnerToken owner, Duration lease, Duration storeTimeout, Watch watch) {
+        Held entry = new Held(scope, lease, storeTimeout, watch);
         entry.nextRenewal = System.nanoTime() + lease.toNanos() / 3;
         held.put(owner, entry);
         return () -> held.remove(owner);
@@ -37,6 +42,13 @@ public final class LeaseRenewals implements DisposableBean {
     private void renewDue() {
         long now = System.nanoTime();
         held.forEach((owner, entry) -> {
+            long quiet = now - entry.watch.lastProgressNanos().getAsLong();
+            if (quiet > entry.watch.stallLimit().get().toNanos()) {
+                if (held.remove(owner, entry)) {
+                    entry.watch.onStall().accept(Duration.ofNanos(quiet));
+                }
+                return;
+            }
             if (entry.nextRenewal <= now && !entry.renewing) {
                 entry.renewing = true;
                 store.renew(entry.scope, owner, entry.lease)
@@ -64,15 +76,25 @@ public final class LeaseRenewals implements DisposableBean {
         void release();
     }
 
+    /**
+     * What the watchdog looks at: when the exchange last made progress, how long it may go without (now: the limit
+     * may change as the exchange moves on), and what to do when it went without for longer (called once, after which
+     * the lease is no longer renewed).
+     */
+    record Watch(LongSupplier lastProgressNanos, Supplier<Duration> stallLimit, Consumer<Duration> onStall) {
+    }
+
     private static final class Held {
         final IdempotencyScope scope;
         final Duration lease;
         final Duration storeTimeout;
+        final Watch watch;
         volatile long nextRenewal;
         volatile boolean renewing;
 
-        Held(IdempotencyScope scope, Duration lease, Duration storeTimeout) {
+        Held(IdempotencyScope scope, Duration lease, Duration storeTimeout, Watch watch) {
             this.scope = scope;
+            this.watch = watch;
             this.lease = lease;
             this.storeTimeout = storeTimeout;
         }

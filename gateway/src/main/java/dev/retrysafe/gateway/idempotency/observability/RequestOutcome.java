@@ -23,6 +23,10 @@ public enum RequestOutcome {
     TOO_LARGE("too-large"),
     /** The request body did not arrive within {@code request-body-timeout}: 408, nothing reserved. */
     BODY_TIMEOUT("body-timeout"),
+    /** The request body's framing could not be decoded (bad chunks or trailer): 400, nothing reserved. */
+    MALFORMED_BODY("malformed-body"),
+    /** The connection ended before the whole request body arrived: nothing reserved, nobody left to answer. */
+    BODY_INCOMPLETE("body-incomplete"),
     /** Same key and payload, but the original response was too large to keep: 409. */
     REPLAY_UNAVAILABLE("replay-unavailable"),
     /** Same key and payload, but the stored response can no longer be read (its encryption key was removed): 409. */

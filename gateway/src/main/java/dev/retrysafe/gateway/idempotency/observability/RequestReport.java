@@ -40,6 +40,7 @@ public final class RequestReport {
     private volatile RequestOutcome outcome;
     private volatile int upstreamStatus;
     private volatile boolean endsWithUpstreamExchange;
+    private volatile boolean detachedFromClient;
 
     RequestReport(IdempotencyMetrics metrics, ServerWebExchange exchange, String route, String traceId) {
         this.metrics = metrics;
@@ -80,9 +81,28 @@ public final class RequestReport {
         return metrics.waitingForOriginal();
     }
 
+    /**
+     * The whole request was received: what follows runs to its end whatever the client does, and the request is
+     * reported when that work ends ({@link #detachedWorkEnded}), not when the client goes.
+     */
+    public void detachFromClient() {
+        detachedFromClient = true;
+    }
+
+    /** The work that went on without the client ended. */
+    public void detachedWorkEnded(SignalType signal) {
+        if (endsWithUpstreamExchange) {
+            return;
+        }
+        if (outcome == null) {
+            outcome = RequestOutcome.ERROR;
+        }
+        end();
+    }
+
     /** The answer to the client was written, failed or was cancelled (the client went away). */
     public void clientSideEnded(SignalType signal) {
-        if (endsWithUpstreamExchange) {
+        if (endsWithUpstreamExchange || (detachedFromClient && signal == SignalType.CANCEL)) {
             return;
         }
         if (outcome == null) {

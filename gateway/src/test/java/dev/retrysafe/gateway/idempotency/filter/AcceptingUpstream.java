@@ -7,6 +7,8 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -16,6 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class AcceptingUpstream extends SocketUpstream {
     private final AtomicInteger requests = new AtomicInteger();
+    private final Map<String, Integer> receivedKeys = new ConcurrentHashMap<>();
 
     AcceptingUpstream() {
         super("accepting-upstream");
@@ -23,6 +26,11 @@ final class AcceptingUpstream extends SocketUpstream {
 
     int requests() {
         return requests.get();
+    }
+
+    /** How many whole requests arrived with this Idempotency-Key. */
+    int received(String key) {
+        return receivedKeys.getOrDefault(key, 0);
     }
 
     /** Serves requests on one kept-alive connection until the gateway closes it. */
@@ -39,6 +47,11 @@ final class AcceptingUpstream extends SocketUpstream {
                     in.readNBytes(Integer.parseInt(lower.substring(at + 17, lower.indexOf("\r\n", at + 2)).trim()));
                 } else if (lower.contains("\r\ntransfer-encoding: chunked")) {
                     skipChunks(in);
+                }
+                int keyAt = lower.indexOf("\r\nidempotency-key:");
+                if (keyAt >= 0) {
+                    receivedKeys.merge(head.substring(keyAt + 18, head.indexOf("\r\n", keyAt + 2)).trim(), 1,
+                            Integer::sum);
                 }
                 byte[] body = ("{\"processId\":\"p-" + requests.incrementAndGet() + "\"}")
                         .getBytes(StandardCharsets.US_ASCII);

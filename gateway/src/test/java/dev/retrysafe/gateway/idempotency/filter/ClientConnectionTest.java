@@ -11,7 +11,20 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** Clients on real sockets that close the connection as soon as they have read the response. */
@@ -39,6 +52,88 @@ class ClientConnectionTest extends GatewayFilterTestBase {
                 .expectHeader().valueEquals("Idempotency-Replayed", "true")
                 .expectBody(String.class).isEqualTo("{\"processId\":\"p-curl\"}");
         upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants/curl")));
+    }
+
+    /**
+     * Clients that close their socket 0-10 ms after the last byte of a complete request: each request is either
+     * forwarded and stored, or (if the gateway saw the hang-up first) still forwarded and stored, because it was
+     * received whole. Never reserved and abandoned (UNCERTAIN although the upstream never saw it), never left
+     * IN_FLIGHT after it was answered upstream.
+     */
+    @Test
+    void aClientThatHangsUpRightAfterSendingLeavesATruthfulRecord() throws Exception {
+        long seed = Long.getLong("hangup.seed", System.nanoTime());
+        System.out.println("Hang-up test seed " + seed + " (-Dhangup.seed=N to replay)");
+        Random random = new Random(seed);
+        List<String> keys = new ArrayList<>();
+        List<Integer> delays = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            keys.add(newKey());
+            delays.add(random.nextInt(11));
+        }
+        ExecutorService clients = Executors.newFixedThreadPool(10);
+        try {
+            List<Future<?>> sent = new ArrayList<>();
+            for (int i = 0; i < keys.size(); i++) {
+                String key = keys.get(i);
+                int delay = delays.get(i);
+                sent.add(clients.submit(() -> sendAndHangUp("/accepting/hangup", key, "{\"legalName\":\"ACME\"}",
+                        delay)));
+            }
+            for (Future<?> f : sent) {
+                f.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+        // Settled means: no record of these keys is IN_FLIGHT any more.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Map<String, String> states;
+        do {
+            states = new LinkedHashMap<>();
+            for (String key : keys) {
+                states.put(key, recordState("accepting", key));
+            }
+        } while (states.containsValue("IN_FLIGHT") && System.nanoTime() < deadline && pause());
+        for (int i = 0; i < keys.size(); i++) {
+            String key = keys.get(i);
+            String what = "request " + i + " closed " + delays.get(i) + " ms after sending (seed " + seed + ")";
+            String state = states.get(key);
+            assertThat(state).as(what).isNotEqualTo("IN_FLIGHT").isNotEqualTo("UNCERTAIN");
+            if (state.equals("COMPLETED")) {
+                assertThat(accepting.received(key)).as(what + ": stored, so forwarded once").isEqualTo(1);
+            } else {
+                assertThat(accepting.received(key)).as(what + ": no record, so never forwarded").isZero();
+            }
+        }
+        // A request received whole is forwarded even if its client is gone.
+        assertThat(states.values()).as("seed " + seed).containsOnly("COMPLETED");
+    }
+
+    private static boolean pause() {
+        java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        return true;
+    }
+
+    private String recordState(String routeId, String key) {
+        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        return redis.<String, String>opsForHash().get(recordKey, "state").defaultIfEmpty("(none)")
+                .block(Duration.ofSeconds(5));
+    }
+
+    private Void sendAndHangUp(String path, String key, String body, int delayMillis) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        try (Socket socket = new Socket("127.0.0.1", port)) {
+            String request = "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: " + key
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + bytes.length + "\r\n\r\n";
+            socket.getOutputStream().write(request.getBytes(StandardCharsets.US_ASCII));
+            socket.getOutputStream().write(bytes);
+            socket.getOutputStream().flush();
+            if (delayMillis > 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(delayMillis));
+            }
+        }
+        return null;
     }
 
     /** Whether a whole response (Content-Length or chunked) has been read. */
