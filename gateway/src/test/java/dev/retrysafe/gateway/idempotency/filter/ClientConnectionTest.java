@@ -7,13 +7,15 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
-import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
-import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,9 +28,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 
 /** Clients on real sockets that close the connection as soon as they have read the response. */
 class ClientConnectionTest extends GatewayFilterTestBase {
+    @Autowired
+    MeterRegistry meters;
+
 
     /**
      * With a Content-Length response, the server considers the exchange done once the last byte is written, and
@@ -108,6 +114,17 @@ class ClientConnectionTest extends GatewayFilterTestBase {
         }
         // A request received whole is forwarded even if its client is gone.
         assertThat(states.values()).as("seed " + seed).containsOnly("COMPLETED");
+        // And nothing is left counted as in flight once every record is settled.
+        long gaugeDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (inFlightGauge() != 0 && System.nanoTime() < gaugeDeadline && pause()) {
+            // polls until the last exchange has ended
+        }
+        assertThat(inFlightGauge()).as("requests in flight after all settled (seed " + seed + ")").isZero();
+    }
+
+    private double inFlightGauge() {
+        var gauge = meters.find(IdempotencyMetrics.IN_FLIGHT).gauge();
+        return gauge == null ? 0 : gauge.value();
     }
 
     private static boolean pause() {

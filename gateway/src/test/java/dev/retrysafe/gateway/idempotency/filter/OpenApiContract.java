@@ -25,6 +25,7 @@ final class OpenApiContract {
     /** Where the document is said to live, so that its internal references resolve. */
     static final String DOCUMENT_IRI = "https://gateway.test/idempotency/openapi.yaml";
     static final Map<Integer, String> RESPONSE_FOR_STATUS = Map.of(
+            400, "RequestMalformed",
             422, "IdempotencyKeyInvalid",
             408, "RequestBodyTimeout",
             409, "IdempotencyConflict",

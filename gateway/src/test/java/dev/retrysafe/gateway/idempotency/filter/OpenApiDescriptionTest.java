@@ -159,6 +159,20 @@ class OpenApiDescriptionTest extends GatewayFilterTestBase {
     }
 
     @Test
+    void malformedFramingIsTheDocumented400() {
+        String head = "POST /merchants/openapi HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: " + newKey()
+                + "\r\nContent-Type: application/json\r\nTransfer-Encoding: ";
+        for (String framing : List.of("chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", "gzip\r\n\r\n{}")) {
+            RawHttpClient.Response refused = new RawHttpClient(port).send(head + framing, new byte[0],
+                    Duration.ofSeconds(15));
+            HttpHeaders headers = new HttpHeaders();
+            refused.headers().forEach(headers::addAll);
+            contract.assertDescribes(refused.status(), headers, refused.body());
+            assertThat(headers.getFirst(HttpHeaders.CONNECTION)).as(framing).isEqualTo("close");
+        }
+    }
+
+    @Test
     void aReplayCarriesTheDocumentedHeader() {
         upstream.stubFor(post(anyUrl()).willReturn(aResponse().withStatus(202).withBody("{\"processId\":\"p\"}")));
         String key = newKey();
