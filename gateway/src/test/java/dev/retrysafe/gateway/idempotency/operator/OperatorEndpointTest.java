@@ -227,7 +227,7 @@ class OperatorEndpointTest {
                 Arguments.of("contentType", Map.of("action", "complete", "status", 202, "reason", "created",
                         "contentType", "application/json\r\nX-Forged: 1")),
                 Arguments.of("contentType", Map.of("action", "complete", "status", 202, "reason", "created",
-                        "contentType", "text/plain; charset=\"utf-8\r\nX-Forged: 1\"")),
+                        "contentType", "text/plain; profile=\"p\r\nX-Forged: 1\"")),
                 Arguments.of("reason", Map.of("action", "complete", "status", 202, "reason", "created\n" + forged)),
                 Arguments.of("reason", Map.of("action", "release", "reason", "released\r\n" + forged)));
     }

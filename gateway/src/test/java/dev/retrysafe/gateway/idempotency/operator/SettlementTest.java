@@ -52,7 +52,7 @@ class SettlementTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"application/json\r\nX-Forged: 1", "text/plain; charset=\"a\r\nb\"", "text/plain\u0000",
+    @ValueSource(strings = {"application/json\r\nX-Forged: 1", "text/plain; profile=\"a\r\nb\"", "text/plain\u0000",
             " application/json", "application/", "json", "*/*", "application/*", "text/plain; charset=\"\u00e9\"",
             "a/b, c/d", ""})
     void aContentTypeMustBeOneConcreteMediaTypeHttpCanCarry(String contentType) {
