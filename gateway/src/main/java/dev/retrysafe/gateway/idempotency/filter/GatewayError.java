@@ -17,6 +17,11 @@ public record GatewayError(int status, String message, Optional<Duration> retryA
         return new GatewayError(422, message, Optional.empty());
     }
 
+    public static GatewayError invalidTenant(String header) {
+        return new GatewayError(422, "The " + header + " header must name one tenant: it was sent with different "
+                + "values, or with a comma-separated list.", Optional.empty());
+    }
+
     public static GatewayError payloadMismatch() {
         return new GatewayError(409, PAYLOAD_MISMATCH_MESSAGE, Optional.empty());
     }

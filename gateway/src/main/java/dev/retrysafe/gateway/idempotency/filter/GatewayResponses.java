@@ -2,8 +2,10 @@ package dev.retrysafe.gateway.idempotency.filter;
 
 import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.time.Clock;
 import java.time.OffsetDateTime;
+import java.util.Optional;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
@@ -34,7 +36,16 @@ final class GatewayResponses {
         return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
     }
 
+    /**
+     * Writes a stored response back. One HTTP cannot carry fails with {@link StoredResponseUnreadable} before
+     * anything is set on the response: Netty would refuse it halfway, a 5xx on every retry of the key, where the
+     * request was processed and only its replay is lost.
+     */
     Mono<Void> replay(ServerWebExchange exchange, ReplayResponse replay) {
+        Optional<String> unwritable = replay.unwritable();
+        if (unwritable.isPresent()) {
+            return Mono.error(new StoredResponseUnreadable(replay.originalStatus(), unwritable.get()));
+        }
         ServerHttpResponse response = exchange.getResponse();
         response.setStatusCode(HttpStatusCode.valueOf(replay.status()));
         HttpHeaders headers = response.getHeaders();

@@ -63,7 +63,7 @@ public final class IdempotencyEvents {
 
     void replayUnreadable(IdempotencyScope scope, Throwable error) {
         log.error("Stored response for scope {} cannot be read; answered 409, the request is not sent again: {}. "
-                + "Check the resource's state; the operator API can release the record.", scope.hash(),
+                + "Check the resource's state; the record is answered so until its retention ends.", scope.hash(),
                 error.getMessage());
         increment("replay-unreadable", scope);
     }

@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
+import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.net.URI;
@@ -114,6 +115,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                     .flatMap(tenant -> new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
                             route(exchange).map(Route::getId).orElse(""), key), fingerprint(request, body.bytes()),
                             body.bytes(), report).attempt())
+                    .onErrorResume(TenantRejected.class, e -> reject(exchange, report, RequestOutcome.INVALID_TENANT,
+                            GatewayError.invalidTenant(e.header())))
                     .doFinally(report::detachedWorkEnded));
         });
     }

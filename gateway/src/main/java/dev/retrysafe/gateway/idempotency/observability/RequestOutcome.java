@@ -17,6 +17,8 @@ public enum RequestOutcome {
     UNCERTAIN("uncertain"),
     /** Key missing, repeated, too short, too long or with bad characters: 422. */
     INVALID_KEY("invalid-key"),
+    /** The tenant header names more than one tenant (sent with different values, or a list): 422, nothing reserved. */
+    INVALID_TENANT("invalid-tenant"),
     /** Redis unreachable or too slow: 503 with Retry-After (fail closed). */
     STORE_UNAVAILABLE("store-unavailable"),
     /** Request body over {@code max-request-bytes}: 413. */

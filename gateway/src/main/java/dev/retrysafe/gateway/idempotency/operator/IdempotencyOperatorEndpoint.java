@@ -1,12 +1,8 @@
 package dev.retrysafe.gateway.idempotency.operator;
 
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
-import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
-import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -83,34 +79,22 @@ public class IdempotencyOperatorEndpoint {
     /**
      * Settles an IN_FLIGHT or UNCERTAIN record: {@code action=release} frees it so the next retry is forwarded;
      * {@code action=complete} stores {@code status} (and {@code body}, {@code contentType}) as its result, replayed
-     * from now on. {@code reason} is required: it is logged with the operator's name.
+     * from now on. {@code reason} is required: it is logged with the operator's name. Input that would harm later
+     * replays or the log (see {@link Settlement}) is a 400 naming the {@code field}; nothing is stored.
      */
     @WriteOperation
     public WebEndpointResponse<Object> resolve(@Selector String scopeHash, String action, String reason,
             @Nullable Integer status, @Nullable String body, @Nullable String contentType, SecurityContext security) {
         String who = security.getPrincipal() == null ? "anonymous" : security.getPrincipal().getName();
-        if (reason.isBlank()) {
-            return new WebEndpointResponse<>(Map.of("error", "reason must not be blank"), 400);
+        Settlement settlement = new Settlement(action, reason, status, body, contentType);
+        Optional<Settlement.Invalid> invalid = settlement.invalid();
+        if (invalid.isPresent()) {
+            return new WebEndpointResponse<>(Map.of("error", invalid.get().message(), "field", invalid.get().field()),
+                    400);
         }
-        String previous;
-        switch (action.toLowerCase(Locale.ROOT)) {
-            case "release" -> previous = inspector.release(scopeHash).block(TIMEOUT);
-            case "complete" -> {
-                if (status == null || status < 100 || status > 599) {
-                    return new WebEndpointResponse<>(Map.of("error", "complete needs an HTTP status"), 400);
-                }
-                List<ResponseHeader> headers = new ArrayList<>();
-                if (contentType != null) {
-                    headers.add(new ResponseHeader("Content-Type", contentType));
-                }
-                StoredResponse response = new StoredResponse(status, headers,
-                        body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8), false);
-                previous = inspector.complete(scopeHash, response, retention, who, reason).block(TIMEOUT);
-            }
-            default -> {
-                return new WebEndpointResponse<>(Map.of("error", "action must be release or complete"), 400);
-            }
-        }
+        String previous = settlement.completes()
+                ? inspector.complete(scopeHash, settlement.response(), retention, who, reason).block(TIMEOUT)
+                : inspector.release(scopeHash).block(TIMEOUT);
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("scopeHash", scopeHash);
         result.put("action", action);
@@ -122,7 +106,9 @@ public class IdempotencyOperatorEndpoint {
             result.put("error", "only IN_FLIGHT or UNCERTAIN records can be resolved");
             return new WebEndpointResponse<>(result, 409);
         }
-        log.warn("OPERATOR {} {} scope {} (was {}): {}", who, action, scopeHash, previous, reason);
+        // The reason is one printable line already; the name and the path segment are escaped all the same.
+        log.warn("OPERATOR {} {} scope {} (was {}): {}", LogText.oneLine(who), action, LogText.oneLine(scopeHash),
+                previous, LogText.oneLine(reason));
         return new WebEndpointResponse<>(result, 200);
     }
 

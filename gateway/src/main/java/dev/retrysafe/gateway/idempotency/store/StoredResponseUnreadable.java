@@ -2,8 +2,8 @@ package dev.retrysafe.gateway.idempotency.store;
 
 /**
  * A completed record whose stored response cannot be read back: it was encrypted under a key that is no longer
- * configured, or its ciphertext does not belong to this record. The request was processed; only its replay is
- * lost, so it must not be sent again.
+ * configured, its ciphertext does not belong to this record, or it holds what HTTP cannot carry (a header with CR/LF,
+ * put in the store by hand). The request was processed; only its replay is lost, so it must not be sent again.
  */
 public final class StoredResponseUnreadable extends RuntimeException {
     private final int originalStatus;

@@ -2,13 +2,16 @@ package dev.retrysafe.gateway.idempotency.tenant;
 
 import java.security.Principal;
 import java.util.List;
+import java.util.Set;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
 
 /**
  * The authenticated principal's name when there is one, else the configured tenant header. The header is only
  * trustworthy on networks where clients cannot set it themselves. Each source gets its own prefix, so a header
- * value can never impersonate a principal's scope.
+ * value can never impersonate a principal's scope. A header naming more than one tenant is rejected
+ * ({@link TenantRejected}): sent again with another value, or holding a comma (a list folded into one line, RFC 9110
+ * 5.3). The same value sent twice is that one tenant.
  */
 public final class PrincipalOrHeaderTenantResolver implements TenantResolver {
     private final String tenantHeader;
@@ -31,6 +34,13 @@ public final class PrincipalOrHeaderTenantResolver implements TenantResolver {
             return null;
         }
         List<String> values = exchange.getRequest().getHeaders().get(tenantHeader);
-        return values == null || values.isEmpty() ? null : "header:" + String.join(",", values);
+        if (values == null || values.isEmpty()) {
+            return null;
+        }
+        Set<String> tenants = Set.copyOf(values);
+        if (tenants.size() > 1 || values.get(0).indexOf(',') >= 0) {
+            throw new TenantRejected(tenantHeader);
+        }
+        return "header:" + values.get(0);
     }
 }

@@ -11,6 +11,9 @@ public interface TenantResolver {
     /** The scope used when no tenant can be told. */
     String ANONYMOUS = "";
 
-    /** Emits the tenant, or completes empty when the request has none. */
+    /**
+     * Emits the tenant, or completes empty when the request has none; fails with {@link TenantRejected} when the
+     * request names it ambiguously (answered 422, nothing reserved).
+     */
     Mono<String> resolve(ServerWebExchange exchange);
 }

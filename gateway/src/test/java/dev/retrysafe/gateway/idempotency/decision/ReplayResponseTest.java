@@ -121,4 +121,33 @@ class ReplayResponseTest {
 
         assertThat(replay.headers()).isUnmodifiable();
     }
+
+    @Test
+    void anOrdinaryReplayIsWritable() {
+        assertThat(ReplayResponse.of(stored(202, new ResponseHeader("Content-Type", "application/json")), 200)
+                .unwritable()).isEmpty();
+    }
+
+    @Test
+    void aStoredHeaderHttpCannotCarryMakesTheReplayUnwritableWithoutShowingItsValue() {
+        ReplayResponse replay = ReplayResponse.of(
+                stored(202, new ResponseHeader("Content-Type", "text/plain\r\nX-Forged: secret")), 200);
+
+        assertThat(replay.unwritable()).hasValueSatisfying(why -> assertThat(why)
+                .contains("Content-Type").doesNotContain("secret", "\r", "\n"));
+        assertThat(replay.originalStatus()).isEqualTo(202);
+        assertThat(ReplayResponse.of(stored(500, new ResponseHeader("Bad Name", "v")), 200).unwritable())
+                .hasValue("one of its header names is not an HTTP token");
+    }
+
+    @Test
+    void aHeaderTheReplayDropsCannotMakeItUnwritable() {
+        assertThat(ReplayResponse.of(stored(202, new ResponseHeader("Location", "/m/1\r\n")), 200).unwritable())
+                .isEmpty();
+    }
+
+    @Test
+    void anInformationalStatusIsNoFinalAnswer() {
+        assertThat(ReplayResponse.of(stored(101), 200).unwritable()).isPresent();
+    }
 }

@@ -14,6 +14,7 @@ import io.swagger.v3.parser.core.models.SwaggerParseResult;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -115,6 +116,21 @@ class OpenApiDescriptionTest extends GatewayFilterTestBase {
                 .bodyValue("{}").exchange());
         assertDescribed(client.post().uri("/merchants/openapi").header("Idempotency-Key", "8f1c2d3e4a5b6c7d8e9f0a1b!")
                 .bodyValue("{}").exchange());
+    }
+
+    @Test
+    void aTenantHeaderNamingTwoTenantsIsTheDocumented422() {
+        assertDescribed(client.post().uri("/merchants/openapi").header("Idempotency-Key", newKey())
+                .header("X-Tenant-Id", "acme", "globex").bodyValue("{}").exchange());
+    }
+
+    @Test
+    void aStoredResponseThatCannotBeReplayedIsADocumented409() {
+        HttpHeaders headers = new HttpHeaders();
+        headers.setContentType(MediaType.APPLICATION_JSON);
+        GatewayError unreadable = GatewayError.replayUnreadable(202);
+        contract.assertDescribes(409, headers, ErrorEnvelope.json(409, unreadable.message(),
+                OffsetDateTime.now()));
     }
 
     @Test

@@ -10,15 +10,25 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
+import dev.retrysafe.gateway.idempotency.filter.GatewayError;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -52,6 +62,8 @@ class OperatorEndpointTest {
     int port;
     @LocalManagementPort
     int managementPort;
+    @Autowired
+    RecordInspector inspector;
 
     WebTestClient gateway;
     WebTestClient management;
@@ -207,5 +219,62 @@ class OperatorEndpointTest {
                 .headers(h -> h.setBasicAuth("ops", "s3cret")).contentType(MediaType.APPLICATION_JSON)
                 .bodyValue(Map.of("action", "release", "reason", "test")).exchange()
                 .expectStatus().isNotFound();
+    }
+
+    static Stream<Arguments> harmfulSettlements() {
+        String forged = "OPERATOR ops release scope forged (was UNCERTAIN): forged";
+        return Stream.of(
+                Arguments.of("contentType", Map.of("action", "complete", "status", 202, "reason", "created",
+                        "contentType", "application/json\r\nX-Forged: 1")),
+                Arguments.of("contentType", Map.of("action", "complete", "status", 202, "reason", "created",
+                        "contentType", "text/plain; profile=\"p\r\nX-Forged: 1\"")),
+                Arguments.of("reason", Map.of("action", "complete", "status", 202, "reason", "created\n" + forged)),
+                Arguments.of("reason", Map.of("action", "release", "reason", "released\r\n" + forged)));
+    }
+
+    @ParameterizedTest
+    @MethodSource("harmfulSettlements")
+    void aSettlementThatWouldBreakReplaysOrForgeLogLinesIs400NamingTheFieldAndStoresNothing(String field,
+            Map<String, Object> settlement, CapturedOutput output) {
+        String key = uncertainKey("/merchants/harmful-" + field);
+        management.post().uri("/actuator/idempotency/{hash}", hash(key))
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).contentType(MediaType.APPLICATION_JSON)
+                .bodyValue(settlement).exchange()
+                .expectStatus().isBadRequest()
+                .expectBody()
+                .jsonPath("$.field").isEqualTo(field)
+                .jsonPath("$.error").value(String.class, error -> assertThat(error).startsWith(field));
+
+        management.get().uri("/actuator/idempotency/{hash}", hash(key))
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isOk()
+                .expectBody()
+                .jsonPath("$.state").isEqualTo("UNCERTAIN")
+                .jsonPath("$.resolvedBy").doesNotExist();
+        assertThat(output).doesNotContain("forged").doesNotContain("OPERATOR ops");
+    }
+
+    @Test
+    void aStoredResponseHttpCannotCarryIsAnswered409NeverA5xxAndNotSentAgain(CapturedOutput output) {
+        String key = uncertainKey("/merchants/unwritable");
+        // What the operator API stored before it checked its input; a hand edit in Redis does the same.
+        StoredResponse unwritable = new StoredResponse(202,
+                List.of(new ResponseHeader("Content-Type", "application/json\r\nX-Forged: 1")),
+                "{\"processId\":\"p-1\"}".getBytes(StandardCharsets.UTF_8), false);
+        assertThat(inspector.complete(hash(key), unwritable, Duration.ofMinutes(5), "ops", "unchecked")
+                .block(Duration.ofSeconds(5))).isEqualTo("UNCERTAIN");
+
+        for (int retry = 0; retry < 2; retry++) {
+            gateway.post().uri("/merchants/unwritable").header("Idempotency-Key", key).bodyValue("x").exchange()
+                    .expectStatus().isEqualTo(409)
+                    .expectHeader().doesNotExist("X-Forged")
+                    .expectHeader().doesNotExist("Idempotency-Replayed")
+                    .expectBody()
+                    .jsonPath("$.status.reason").isEqualTo(409)
+                    .jsonPath("$.status.message").isEqualTo(GatewayError.replayUnreadable(202).message());
+        }
+        upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants/unwritable")));
+        assertThat(output).contains("Stored response for scope " + hash(key) + " cannot be read")
+                .contains("its Content-Type header has a value HTTP cannot carry").doesNotContain("X-Forged: 1");
     }
 }

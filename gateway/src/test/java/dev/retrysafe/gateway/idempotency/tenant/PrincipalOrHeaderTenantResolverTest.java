@@ -40,4 +40,30 @@ class PrincipalOrHeaderTenantResolverTest {
         assertThat(new PrincipalOrHeaderTenantResolver(null).resolve(MockServerWebExchange.from(
                 MockServerHttpRequest.post("/m").header("X-Tenant-Id", "acme"))).blockOptional()).isEmpty();
     }
+
+    @Test
+    void twoDifferentValuesOrAListAreRejectedNeverJoined() {
+        for (String[] values : new String[][] {{"acme", "globex"}, {"acme,globex"}, {"acme", "acme,globex"}}) {
+            ServerWebExchange exchange = MockServerWebExchange.from(
+                    MockServerHttpRequest.post("/merchants").header("X-Tenant-Id", values));
+            assertThat(resolver.resolve(exchange).onErrorResume(TenantRejected.class,
+                    e -> reactor.core.publisher.Mono.just("rejected: " + e.header())).block())
+                    .isEqualTo("rejected: X-Tenant-Id");
+        }
+    }
+
+    @Test
+    void theSameValueTwiceIsOneTenant() {
+        ServerWebExchange exchange = MockServerWebExchange.from(
+                MockServerHttpRequest.post("/merchants").header("X-Tenant-Id", "acme", "acme"));
+        assertThat(resolver.resolve(exchange).block()).isEqualTo("header:acme");
+    }
+
+    @Test
+    void aPrincipalMakesTheHeaderIrrelevant() {
+        ServerWebExchange exchange = MockServerWebExchange.from(
+                        MockServerHttpRequest.post("/merchants").header("X-Tenant-Id", "acme", "globex"))
+                .mutate().principal(reactor.core.publisher.Mono.just((Principal) () -> "alice")).build();
+        assertThat(resolver.resolve(exchange).block()).isEqualTo("principal:alice");
+    }
 }
