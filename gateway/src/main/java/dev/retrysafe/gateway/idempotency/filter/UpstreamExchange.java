@@ -307,6 +307,7 @@ final class UpstreamExchange {
     private Mono<Void> release() {
         return store.release(scope, owner)
                 .timeout(policy.storeTimeout())
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
                 .doOnNext(result -> events.released(scope, result))
                 .onErrorResume(e -> {
                     log.warn("Reservation for scope {} could not be released ({}); it lapses after {}",
