@@ -22,7 +22,9 @@ import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -44,6 +46,7 @@ class RedisIdempotencyStoreTest {
     static LettuceConnectionFactory connections;
     static RedisIdempotencyStore store;
     static RedisRecordInspector operator;
+    static RedisIdempotencyStore sealingStore;
     static ReactiveStringRedisTemplate strings;
     static final SettleSignals signals = new SettleSignals();
 
@@ -64,6 +67,9 @@ class RedisIdempotencyStoreTest {
         ReactiveRedisTemplate<String, byte[]> bytes = new ReactiveRedisTemplate<>(connections, context);
         store = new RedisIdempotencyStore(bytes, signals);
         operator = new RedisRecordInspector(bytes, signals, EncryptionKeys.none());
+        String key = Base64.getEncoder().encodeToString(new byte[32]);
+        sealingStore = new RedisIdempotencyStore(bytes, signals, 1024,
+                EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
         strings = new ReactiveStringRedisTemplate(connections);
     }
 
@@ -202,6 +208,18 @@ class RedisIdempotencyStoreTest {
         assertThat(completion(scope, owner, response("done")).block()).isEqualTo(CompletionResult.ALREADY_STORED);
         assertThat(field(scope, "completed_at")).as("nothing written twice").isEqualTo(completedAt);
         assertThat(state(scope)).isEqualTo(RecordState.COMPLETED);
+    }
+
+    /** Sealed anew for each call, the stored bytes differ; the retry is recognised by owner and request. */
+    @Test
+    void aRetriedCompletionIsRecognisedWhenStoredResponsesAreEncrypted() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        Completion completion = new Completion(scope, owner, FP, "http://upstream", response("sealed"), RETENTION,
+                Optional.empty());
+        assertThat(sealingStore.complete(completion).block()).isEqualTo(CompletionResult.STORED);
+        assertThat(sealingStore.complete(completion).block()).isEqualTo(CompletionResult.ALREADY_STORED);
     }
 
     @Test
