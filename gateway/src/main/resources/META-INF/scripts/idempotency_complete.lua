@@ -2,25 +2,36 @@
 -- The owner may complete an IN_FLIGHT record or one that became UNCERTAIN while it still waited for the
 -- upstream: the real answer settles the doubt. A record that vanished (Redis restarted without persistence)
 -- is written anew: nobody else can own a record that does not exist.
+-- The owner token stays on the completed record: a retried call whose first attempt did land (its answer was late)
+-- recognises its own write and is told so, instead of being taken for a stranger.
 -- KEYS[1] record hash
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
 -- ARGV[8] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
+-- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters')
+local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'fingerprint', 'status')
+local fingerprint, route, tenant, upstream = string.match(ARGV[8], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
 local result = 1
+if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerprint and current[5] == ARGV[3] then
+  -- Same owner, same request, same status: compared by meaning, not by the stored bytes, which need not be
+  -- byte-identical once encrypted. Rewriting the owner changes nothing but is a write, so a WAIT behind this call
+  -- (replica-acks) waits for the first attempt's write too.
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+  return 3
+end
 if not current[1] then
-  local fingerprint, route, tenant, upstream = string.match(ARGV[8], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
   redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
     'reserved_at', now, 'attempts', 1, 'restored', 1)
   result = 2
 elseif (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now)
-redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until')
+redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,
+  'owner', ARGV[1])
+redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING')
 end

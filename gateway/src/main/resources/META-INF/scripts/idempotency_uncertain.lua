@@ -2,9 +2,15 @@
 -- bound, and wake up waiters so they stop waiting for a result that will not come.
 -- KEYS[1] record hash
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
+-- Returns 1 marked, 2 already marked by this owner for this reason (a retry whose first attempt landed),
+-- 0 not this owner's to mark.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters')
+local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason')
+-- The reason tells the owner's own mark from a lapse of its lease, which also leaves the record UNCERTAIN.
+if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[4] == ARGV[2] then
+  return 2
+end
 if current[1] ~= 'IN_FLIGHT' or current[2] ~= ARGV[1] then
   return 0
 end

@@ -139,4 +139,16 @@ class RedisClusterTest {
         assertThat(statuses).containsEntry(202, 1L).containsEntry(200, 19L);
         upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants/cluster-parallel")));
     }
+
+    /** Releasing writes the record and its release note in one script: one hash tag, one slot, no CROSSSLOT. */
+    @Test
+    void aReleasedReservationIsFreedInClusterMode() {
+        String key = UUID.randomUUID().toString();
+        upstream.stubFor(post(urlEqualTo("/merchants/cluster-busy")).willReturn(aResponse().withStatus(503)));
+        for (int attempt = 0; attempt < 2; attempt++) {
+            assertThat(send("/merchants/cluster-busy", key, "same").block(Duration.ofSeconds(10)).getStatusCode()
+                    .value()).as("the upstream's own answer, each time").isEqualTo(503);
+        }
+        upstream.verify(exactly(2), postRequestedFor(urlEqualTo("/merchants/cluster-busy")));
+    }
 }

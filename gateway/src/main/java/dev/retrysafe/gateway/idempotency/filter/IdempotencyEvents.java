@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.filter;
 
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import org.slf4j.Logger;
@@ -42,12 +43,41 @@ public final class IdempotencyEvents {
                         + "turn UNCERTAIN, never run twice)", status, scope.hash());
                 increment("replica-ack-missing", scope);
             }
-            case NOT_OWNER -> {
-                log.warn("Response (status {}) for scope {} not stored: the record is no longer this request's "
-                        + "(settled by an operator, or taken after its lease lapsed)", status, scope.hash());
-                increment("store-not-owner", scope);
-            }
+            case ALREADY_STORED -> retryConfirmed(scope, "status " + status + " stored");
+            case NOT_OWNER -> notOwner(scope, "Response (status " + status + ") not stored");
         }
+    }
+
+    void released(IdempotencyScope scope, SettleResult result) {
+        switch (result) {
+            case DONE -> log.debug("Released scope {}", scope.hash());
+            case ALREADY_DONE -> retryConfirmed(scope, "reservation released");
+            case NOT_OWNER -> notOwner(scope, "Reservation not released");
+        }
+    }
+
+    void markedUncertain(IdempotencyScope scope, String reason, SettleResult result) {
+        switch (result) {
+            case DONE -> uncertain(scope, reason);
+            case ALREADY_DONE -> {
+                uncertain(scope, reason);
+                retryConfirmed(scope, "marked UNCERTAIN");
+            }
+            case NOT_OWNER -> notOwner(scope, "Not marked UNCERTAIN");
+        }
+    }
+
+    /** Not an incident: Redis answered later than store-timeout, and the retry found the first attempt's write. */
+    private void retryConfirmed(IdempotencyScope scope, String what) {
+        log.info("Store call for scope {} retried after a late answer: Redis shows the first attempt took effect "
+                + "({}); nothing lost, nothing written twice", scope.hash(), what);
+        increment("store-retry-confirmed", scope);
+    }
+
+    private void notOwner(IdempotencyScope scope, String what) {
+        log.warn("{} for scope {}: the record is no longer this request's (settled by an operator, or taken after its "
+                + "lease lapsed)", what, scope.hash());
+        increment("store-not-owner", scope);
     }
 
     void storeLost(IdempotencyScope scope, int status, Throwable error) {
@@ -56,7 +86,7 @@ public final class IdempotencyEvents {
         increment("store-lost", scope);
     }
 
-    void uncertain(IdempotencyScope scope, String reason) {
+    private void uncertain(IdempotencyScope scope, String reason) {
         log.warn("Outcome UNCERTAIN for scope {}: {}", scope.hash(), reason);
         increment("uncertain", scope);
     }

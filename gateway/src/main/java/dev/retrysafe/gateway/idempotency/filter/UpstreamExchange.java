@@ -295,15 +295,11 @@ final class UpstreamExchange {
         return store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
                 .timeout(policy.storeTimeout())
                 .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
-                .doOnNext(marked -> {
-                    if (marked) {
-                        events.uncertain(scope, reason);
-                    }
-                })
+                .doOnNext(result -> events.markedUncertain(scope, reason, result))
                 .onErrorResume(e -> {
                     log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
                             + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
-                    return Mono.just(false);
+                    return Mono.empty();
                 })
                 .then();
     }
@@ -311,10 +307,12 @@ final class UpstreamExchange {
     private Mono<Void> release() {
         return store.release(scope, owner)
                 .timeout(policy.storeTimeout())
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+                .doOnNext(result -> events.released(scope, result))
                 .onErrorResume(e -> {
                     log.warn("Reservation for scope {} could not be released ({}); it lapses after {}",
                             scope.hash(), e.toString(), policy.inFlightLease());
-                    return Mono.just(false);
+                    return Mono.empty();
                 })
                 .then();
     }

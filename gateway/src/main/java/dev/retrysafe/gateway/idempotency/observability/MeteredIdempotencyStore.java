@@ -50,12 +50,12 @@ public final class MeteredIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<Boolean> release(IdempotencyScope scope, OwnerToken owner) {
+    public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         return timed("release", scope, store.release(scope, owner));
     }
 
     @Override
-    public Mono<Boolean> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         return timed("mark-uncertain", scope, store.markUncertain(scope, owner, reason, ttl));
     }
 

@@ -24,11 +24,11 @@ public interface IdempotencyStore {
     /** Stores the final response if the owner still holds the reservation (or the record vanished). */
     Mono<CompletionResult> complete(Completion completion);
 
-    /** Frees the reservation if the owner still holds it; emits whether it did. */
-    Mono<Boolean> release(IdempotencyScope scope, OwnerToken owner);
+    /** Frees the reservation if the owner still holds it; emits what it did. */
+    Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner);
 
-    /** Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer. Emits whether it did. */
-    Mono<Boolean> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
+    /** Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer. Emits what it did. */
+    Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
 
     /** Remembers which record a process id belongs to, so that its end can be recorded from anywhere. */
     Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl);
@@ -53,7 +53,22 @@ public interface IdempotencyStore {
          * time: a failover now would lose the result (the reservation survives, so the record turns UNCERTAIN).
          */
         STORED_UNACKNOWLEDGED,
+        /**
+         * This owner had already stored this result: a retried call whose first attempt took effect although its
+         * answer came too late. Nothing lost, nothing written twice.
+         */
+        ALREADY_STORED,
         /** Someone else owns the record, or it is already settled: nothing written. */
+        NOT_OWNER
+    }
+
+    /** What {@link #release} or {@link #markUncertain} did. */
+    enum SettleResult {
+        /** Done now. */
+        DONE,
+        /** This owner had already done it: a retried call whose first attempt took effect, its answer came late. */
+        ALREADY_DONE,
+        /** Someone else owns the record, or it is settled otherwise (an operator): nothing written. */
         NOT_OWNER
     }
 }

@@ -31,6 +31,9 @@ import reactor.core.publisher.Mono;
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     public static final String KEY_PREFIX = "idempotency:";
     public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
+    public static final String RELEASED_KEY_PREFIX = "idempotency-released:";
+    /** Long enough for every retry of a release to find its note, short enough to cost nothing. */
+    static final Duration RELEASE_NOTE_TTL = Duration.ofMinutes(1);
     public static final String SETTLED_CHANNEL = "idempotency:settled";
 
     @SuppressWarnings("rawtypes")
@@ -74,6 +77,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return KEY_PREFIX + "{" + scopeHash + "}";
     }
 
+    /** Who released the scope's record last, for a minute: in the record's hash tag, so in its Cluster slot. */
+    static String releasedKey(IdempotencyScope scope) {
+        return RELEASED_KEY_PREFIX + "{" + scope.hash() + "}";
+    }
+
     static String processKey(String routeId, String processId) {
         return PROCESS_KEY_PREFIX + routeId + ":" + processId;
     }
@@ -90,7 +98,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
                             // Not safe to forward: a failover now could forget the reservation. Undone, refused.
-                            return release(scope, r.owner()).onErrorReturn(false).then(Mono.error(
+                            return release(scope, r.owner()).onErrorComplete().then(Mono.error(
                                     new ReplicaAcknowledgementMissing("reservation", acked.replicas(),
                                             replicaAcks.get())));
                         }
@@ -129,20 +137,31 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return switch (scriptResult.intValue()) {
             case 1 -> CompletionResult.STORED;
             case 2 -> CompletionResult.RESTORED;
+            case 3 -> CompletionResult.ALREADY_STORED;
             default -> CompletionResult.NOT_OWNER;
         };
     }
 
     @Override
-    public Mono<Boolean> release(IdempotencyScope scope, OwnerToken owner) {
-        List<byte[]> args = List.of(bytes(owner.value()), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope)), args).next()).map(r -> r == 1L);
+    public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+        List<byte[]> args = List.of(bytes(owner.value()), CHANNEL, bytes(scope.hash()), millis(RELEASE_NOTE_TTL));
+        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope)), args).next())
+                .map(RedisIdempotencyStore::settleResult);
     }
 
     @Override
-    public Mono<Boolean> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         List<byte[]> args = List.of(bytes(owner.value()), bytes(reason), millis(ttl), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope)), args).next()).map(r -> r == 1L);
+        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope)), args).next())
+                .map(RedisIdempotencyStore::settleResult);
+    }
+
+    private static SettleResult settleResult(Long scriptResult) {
+        return switch (scriptResult.intValue()) {
+            case 1 -> SettleResult.DONE;
+            case 2 -> SettleResult.ALREADY_DONE;
+            default -> SettleResult.NOT_OWNER;
+        };
     }
 
     @Override

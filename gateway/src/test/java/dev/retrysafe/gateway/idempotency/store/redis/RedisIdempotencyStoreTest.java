@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.embedded.EmbeddedRedisServer;
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
@@ -11,15 +12,19 @@ import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -40,6 +45,8 @@ class RedisIdempotencyStoreTest {
     static EmbeddedRedisServer server;
     static LettuceConnectionFactory connections;
     static RedisIdempotencyStore store;
+    static RedisRecordInspector operator;
+    static RedisIdempotencyStore sealingStore;
     static ReactiveStringRedisTemplate strings;
     static final SettleSignals signals = new SettleSignals();
 
@@ -57,7 +64,12 @@ class RedisIdempotencyStoreTest {
         RedisSerializationContext<String, byte[]> context = RedisSerializationContext
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray()).key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string()).build();
-        store = new RedisIdempotencyStore(new ReactiveRedisTemplate<>(connections, context), signals);
+        ReactiveRedisTemplate<String, byte[]> bytes = new ReactiveRedisTemplate<>(connections, context);
+        store = new RedisIdempotencyStore(bytes, signals);
+        operator = new RedisRecordInspector(bytes, signals, EncryptionKeys.none());
+        String key = Base64.getEncoder().encodeToString(new byte[32]);
+        sealingStore = new RedisIdempotencyStore(bytes, signals, 1024,
+                EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
         strings = new ReactiveStringRedisTemplate(connections);
     }
 
@@ -82,8 +94,11 @@ class RedisIdempotencyStoreTest {
     }
 
     static Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
-        return store.complete(new Completion(scope, owner, FP, "http://upstream", response, RETENTION, Optional.empty()))
-                .map(result -> result != CompletionResult.NOT_OWNER);
+        return completion(scope, owner, response).map(result -> result != CompletionResult.NOT_OWNER);
+    }
+
+    static Mono<CompletionResult> completion(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
+        return store.complete(new Completion(scope, owner, FP, "http://upstream", response, RETENTION, Optional.empty()));
     }
 
     static RecordState state(IdempotencyScope scope) {
@@ -155,9 +170,10 @@ class RedisIdempotencyStoreTest {
         reserve(scope, FP, owner, LEASE, false).block();
 
         assertThat(complete(scope, intruder, response("forged")).block()).isFalse();
-        assertThat(store.release(scope, intruder).block()).isFalse();
+        assertThat(store.release(scope, intruder).block()).isEqualTo(SettleResult.NOT_OWNER);
         assertThat(store.renew(scope, intruder, LEASE).block()).isFalse();
-        assertThat(store.markUncertain(scope, intruder, "forged", RETENTION).block()).isFalse();
+        assertThat(store.markUncertain(scope, intruder, "forged", RETENTION).block())
+                .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(state(scope)).isEqualTo(RecordState.IN_FLIGHT);
 
         assertThat(complete(scope, owner, response("genuine")).block()).isTrue();
@@ -172,11 +188,139 @@ class RedisIdempotencyStoreTest {
         reserve(scope, FP, owner, LEASE, false).block();
         complete(scope, owner, response("first")).block();
 
-        // Even the former owner, arriving late (a duplicate completion), changes nothing.
-        assertThat(complete(scope, owner, response("second")).block()).isFalse();
-        assertThat(store.release(scope, owner).block()).isFalse();
+        // Even the former owner, arriving late (a duplicate completion), changes nothing: it is told its result is
+        // already stored (one owner token, one exchange, one result).
+        assertThat(completion(scope, owner, response("second")).block()).isEqualTo(CompletionResult.ALREADY_STORED);
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.NOT_OWNER);
         assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
                 .existing().response()).contains(response("first"));
+    }
+
+    /** A store call retried after a late answer: its first attempt had landed. */
+    @Test
+    void aRetriedCompletionRecognisesItsOwnEarlierWrite() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(completion(scope, owner, response("done")).block()).isEqualTo(CompletionResult.STORED);
+        String completedAt = field(scope, "completed_at");
+
+        assertThat(completion(scope, owner, response("done")).block()).isEqualTo(CompletionResult.ALREADY_STORED);
+        assertThat(field(scope, "completed_at")).as("nothing written twice").isEqualTo(completedAt);
+        assertThat(state(scope)).isEqualTo(RecordState.COMPLETED);
+    }
+
+    /** Sealed anew for each call, the stored bytes differ; the retry is recognised by owner and request. */
+    @Test
+    void aRetriedCompletionIsRecognisedWhenStoredResponsesAreEncrypted() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        Completion completion = new Completion(scope, owner, FP, "http://upstream", response("sealed"), RETENTION,
+                Optional.empty());
+        assertThat(sealingStore.complete(completion).block()).isEqualTo(CompletionResult.STORED);
+        assertThat(sealingStore.complete(completion).block()).isEqualTo(CompletionResult.ALREADY_STORED);
+    }
+
+    @Test
+    void noSettleCallIsTheOwnersOnceAnOperatorCompletedTheRecord() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(operator.complete(scope.hash(), response("reconciled"), RETENTION, "ops", "checked").block())
+                .isEqualTo("IN_FLIGHT");
+
+        assertThat(completion(scope, owner, response("late")).block()).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().response()).contains(response("reconciled"));
+    }
+
+    @Test
+    void noSettleCallIsTheFormerOwnersOnceAnotherOwnerTookTheLapsedRecord() {
+        IdempotencyScope scope = newScope();
+        OwnerToken first = OwnerToken.random();
+        reserve(scope, FP, first, Duration.ofMillis(50), false).block();
+        awaitLeaseLapse(scope);
+        OwnerToken second = OwnerToken.random();
+        assertThat(store.reserve(new ReservationRequest(scope, FP, second, LEASE, RETENTION, "http://upstream",
+                false, true)).block()).isInstanceOf(Reservation.Reserved.class);
+
+        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store.release(scope, first).block()).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(completion(scope, second, response("second")).block()).isEqualTo(CompletionResult.STORED);
+        assertThat(completion(scope, first, response("first")).block()).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
+                .existing().response()).contains(response("second"));
+    }
+
+    @Test
+    void aRetriedUncertainMarkRecognisesItsOwnEarlierWrite() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.DONE);
+        String uncertainAt = field(scope, "uncertain_at");
+
+        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(field(scope, "uncertain_at")).as("nothing written twice").isEqualTo(uncertainAt);
+    }
+
+    @Test
+    void aLapsedLeaseIsNotTheOwnersOwnUncertainMark() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, Duration.ofMillis(50), false).block();
+        awaitLeaseLapse(scope);
+        assertThat(state(scope)).isEqualTo(RecordState.UNCERTAIN);
+
+        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(field(scope, "uncertain_reason")).contains("lease lapsed");
+    }
+
+    @Test
+    void aRetriedReleaseRecognisesItsOwnEarlierReleaseEvenOnceTheKeyWasTakenAgain() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.DONE);
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.ALREADY_DONE);
+
+        OwnerToken next = OwnerToken.random();
+        assertThat(reserve(scope, FP, next, LEASE, false).block()).isInstanceOf(Reservation.Reserved.class);
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(field(scope, "owner")).as("the next request's reservation is untouched").isEqualTo(next.value());
+        assertThat(store.release(scope, OwnerToken.random()).block()).as("a stranger")
+                .isEqualTo(SettleResult.NOT_OWNER);
+    }
+
+    @Test
+    void aReleaseIsNotTheOwnersOnceAnOperatorReleasedTheRecord() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(operator.release(scope.hash()).block()).isEqualTo("IN_FLIGHT");
+
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.NOT_OWNER);
+    }
+
+    @Test
+    void theReleaseNoteLivesInItsRecordsClusterSlotForAMinute() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        String note = RedisIdempotencyStore.releasedKey(scope);
+        assertThat(SlotHash.getSlot(note)).isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope)));
+
+        reserve(scope, FP, owner, LEASE, false).block();
+        store.release(scope, owner).block();
+        assertThat(strings.opsForValue().get(note).block()).isEqualTo(owner.value());
+        assertThat(strings.getExpire(note).block()).isBetween(Duration.ofSeconds(58), Duration.ofMinutes(1));
     }
 
     @Test
@@ -212,7 +356,8 @@ class RedisIdempotencyStoreTest {
         IdempotencyScope scope = newScope();
         OwnerToken first = OwnerToken.random();
         reserve(scope, FP, first, LEASE, false).block();
-        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block()).isTrue();
+        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.DONE);
         assertThat(state(scope)).isEqualTo(RecordState.UNCERTAIN);
 
         OwnerToken second = OwnerToken.random();
@@ -331,7 +476,7 @@ class RedisIdempotencyStoreTest {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         reserve(scope, FP, owner, LEASE, false).block();
-        assertThat(store.release(scope, owner).block()).isTrue();
+        assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.DONE);
         assertThat(reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block())
                 .isInstanceOf(Reservation.Reserved.class);
     }
