@@ -37,13 +37,25 @@ class ManagementAddressTest {
         }
     }
 
+    @Test
+    void aManagementPortSharedWithTheServerGetsNoAddress() {
+        // Spring Boot refuses to start with an address for a management port that is not separate.
+        try (ConfigurableApplicationContext gateway = Gateways.start("http://127.0.0.1:1", redis())) {
+            assertThat(gateway.getEnvironment().containsProperty("management.server.address")).isFalse();
+        }
+    }
+
     private static ConfigurableApplicationContext start(Map<String, String> more) {
         Map<String, String> properties = new HashMap<>(more);
+        properties.putAll(redis());
         properties.put("management.server.port", "0");
-        properties.put("idempotency.embedded-redis.enabled", "true");
-        properties.put("idempotency.embedded-redis.directory", "target/embedded-redis");
-        properties.put("idempotency.record-counts.enabled", "false");
         return Gateways.start("http://127.0.0.1:1", properties);
+    }
+
+    private static Map<String, String> redis() {
+        return Map.of("idempotency.embedded-redis.enabled", "true",
+                "idempotency.embedded-redis.directory", "target/embedded-redis",
+                "idempotency.record-counts.enabled", "false");
     }
 
     private static int managementPort(ConfigurableApplicationContext gateway) {
