@@ -4,7 +4,9 @@ import org.springframework.security.config.web.server.ServerHttpSecurity;
 
 /**
  * What every security chain on the gateway's own routes leaves out: an API gateway serves no browser sessions, so
- * no CSRF tokens, HTTP Basic prompts, login or logout pages, nor saved requests to redirect back to.
+ * no CSRF tokens, HTTP Basic prompts, login or logout pages, nor saved requests to redirect back to. Nor Spring
+ * Security's response headers ({@code Cache-Control: no-store}, {@code X-Frame-Options}...): a proxied response
+ * is passed back as the upstream sent it, and only the upstream knows whether it may be cached or framed.
  */
 public final class StatelessApi {
     private StatelessApi() {
@@ -15,6 +17,7 @@ public final class StatelessApi {
                 .httpBasic(ServerHttpSecurity.HttpBasicSpec::disable)
                 .formLogin(ServerHttpSecurity.FormLoginSpec::disable)
                 .logout(ServerHttpSecurity.LogoutSpec::disable)
-                .requestCache(ServerHttpSecurity.RequestCacheSpec::disable);
+                .requestCache(ServerHttpSecurity.RequestCacheSpec::disable)
+                .headers(ServerHttpSecurity.HeaderSpec::disable);
     }
 }

@@ -245,8 +245,9 @@ public class IdempotencyAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(ProcessWatcher.class)
-    ProcessStatusObserver idempotencyProcessStatusObserver(ProcessWatcher watcher) {
-        return new ProcessStatusObserver(watcher);
+    ProcessStatusObserver idempotencyProcessStatusObserver(ProcessWatcher watcher, IdempotencyProperties properties,
+            IdempotencyEvents events) {
+        return new ProcessStatusObserver(watcher, properties.storeTimeout(), events);
     }
 
     @Bean

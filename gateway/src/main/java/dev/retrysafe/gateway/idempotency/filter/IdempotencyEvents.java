@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.process.ProcessEndEvents;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
@@ -12,7 +13,7 @@ import org.slf4j.LoggerFactory;
  * The moments operations must be able to tell apart from a normal retry, logged (with the scope hash only: never
  * the key, tenant or body) and counted in {@code idempotency.events{event,route}}.
  */
-public final class IdempotencyEvents {
+public final class IdempotencyEvents implements ProcessEndEvents {
     private static final Logger log = LoggerFactory.getLogger(IdempotencyEvents.class);
     private final MeterRegistry meters;
 
@@ -114,6 +115,14 @@ public final class IdempotencyEvents {
         increment("forwarded-unprotected", scope);
     }
 
+    @Override
+    public void processEndUnrecorded(String routeId, String processId, String terminalStatus, Throwable error) {
+        log.warn("Process {} of route {} ended ({}), seen in a status read, but the end could not be recorded before "
+                + "that read was answered: {}. Replays of its key may still carry Retry-After until a later status "
+                + "read or the poller records it.", processId, routeId, terminalStatus, error.toString());
+        increment("process-end-unrecorded", routeId);
+    }
+
     /** "Unable to connect" alone hides what an operator must fix: a wrong password, an untrusted certificate... */
     private static String withRootCause(Throwable error) {
         Throwable root = error;
@@ -124,6 +133,10 @@ public final class IdempotencyEvents {
     }
 
     private void increment(String event, IdempotencyScope scope) {
-        meters.counter("idempotency.events", "event", event, "route", scope.routeId()).increment();
+        increment(event, scope.routeId());
+    }
+
+    private void increment(String event, String routeId) {
+        meters.counter("idempotency.events", "event", event, "route", routeId).increment();
     }
 }

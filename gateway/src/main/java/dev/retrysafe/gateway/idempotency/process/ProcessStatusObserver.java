@@ -1,6 +1,5 @@
 package dev.retrysafe.gateway.idempotency.process;
 
-import java.io.ByteArrayOutputStream;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -16,21 +15,27 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.web.server.ServerWebExchange;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
  * Watches status reads ({@code GET /processes/{processId}}) on any route: when one reports a terminal status for a
- * process that a guarded route's 202 started, that key's retention starts. The response itself passes unchanged.
+ * process that a guarded route's 202 started, that key's retention starts. The response itself passes unchanged,
+ * but only once the end is recorded: a client that saw COMPLETED and retries at once must get a replay without
+ * {@code Retry-After}. The hold is bounded by the store timeout; past it, or when the store fails, the response
+ * goes out anyway and the miss is reported.
  */
 public final class ProcessStatusObserver implements GlobalFilter, Ordered {
     private static final int MAX_STATUS_BYTES = 64 * 1024;
 
     private final ProcessWatcher watcher;
+    private final Duration storeTimeout;
+    private final ProcessEndEvents events;
     private final Map<String, Watched> byWriteRoute = new ConcurrentHashMap<>();
 
-    public ProcessStatusObserver(ProcessWatcher watcher) {
+    public ProcessStatusObserver(ProcessWatcher watcher, Duration storeTimeout, ProcessEndEvents events) {
         this.watcher = watcher;
+        this.storeTimeout = storeTimeout;
+        this.events = events;
     }
 
     /** Called when a guarded route with process tracking is built. */
@@ -81,19 +86,19 @@ public final class ProcessStatusObserver implements GlobalFilter, Ordered {
             if (status == null || !status.is2xxSuccessful()) {
                 return super.writeWith(body);
             }
-            ByteArrayOutputStream copy = new ByteArrayOutputStream();
-            Flux<? extends DataBuffer> tapped = Flux.from(body).doOnNext(buffer -> {
-                if (copy.size() + buffer.readableByteCount() <= MAX_STATUS_BYTES) {
-                    byte[] bytes = new byte[buffer.readableByteCount()];
-                    buffer.toByteBuffer(buffer.readPosition(), java.nio.ByteBuffer.wrap(bytes), 0, bytes.length);
-                    copy.writeBytes(bytes);
-                }
-            });
-            return super.writeWith(tapped).then(Mono.defer(() -> watched.tracking().terminalStatus(
-                    getHeaders().getFirst("Content-Encoding"), copy.toByteArray())
+            return super.writeWith(HeldBody.releasedAfter(body, MAX_STATUS_BYTES, this::recordEnd));
+        }
+
+        private Mono<Void> recordEnd(byte[] statusBody) {
+            return watched.tracking().terminalStatus(getHeaders().getFirst("Content-Encoding"), statusBody)
                     .map(terminal -> watcher.observed(writeRouteId, processId, terminal, watched.retention())
-                            .onErrorResume(e -> Mono.just(false)).then())
-                    .orElse(Mono.empty())));
+                            .timeout(storeTimeout)
+                            .onErrorResume(e -> {
+                                events.processEndUnrecorded(writeRouteId, processId, terminal, e);
+                                return Mono.empty();
+                            })
+                            .then())
+                    .orElse(Mono.empty());
         }
     }
 }

@@ -80,6 +80,7 @@ abstract class GatewayFilterTestBase {
         route(registry, 10, "large", "http://127.0.0.1:" + largeBody.port(), "/large/**", Map.of());
         route(registry, 11, "accepting", "http://127.0.0.1:" + accepting.port(), "/accepting/**",
                 Map.of("unordered-arrays", "integrations,paymentMethods,sites"));
+        route(registry, 12, "process-status", upstreamUri, "/proc/processes/**", null);
     }
 
     @BeforeEach
