@@ -10,7 +10,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -43,7 +45,7 @@ final class RecordingUpstream implements AutoCloseable {
     private final ServerSocket server;
     private final Duration slowAnswer;
     private final Map<String, UpstreamFault> faults = new ConcurrentHashMap<>();
-    private final List<Receipt> receipts = new CopyOnWriteArrayList<>();
+    private final Queue<Receipt> receipts = new ConcurrentLinkedQueue<>();
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     private final AtomicInteger ids = new AtomicInteger();
 

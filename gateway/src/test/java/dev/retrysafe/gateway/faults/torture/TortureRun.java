@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -47,6 +48,8 @@ final class TortureRun implements AutoCloseable {
     private volatile ConfigurableApplicationContext gateway;
     private volatile int port;
     private final AtomicInteger finished = new AtomicInteger();
+    /** Closed while the gateway restarts: exchanges not yet begun wait; those under way meet the closed port. */
+    private volatile CountDownLatch gatewayUp = new CountDownLatch(0);
 
     TortureRun(TortureSettings settings) throws Exception {
         this.settings = settings;
@@ -87,8 +90,10 @@ final class TortureRun implements AutoCloseable {
                 histories.add(exchange.get());
                 if (settings.restart() && !restarted && finished.get() >= settings.exchanges() / 2) {
                     restarted = true;
-                    gateway.close(); // exchanges keep running: they meet a closed port until the new one is up
+                    gatewayUp = new CountDownLatch(1);
+                    gateway.close();
                     startGateway();
+                    gatewayUp.countDown();
                 }
             }
         } finally {
@@ -109,7 +114,8 @@ final class TortureRun implements AutoCloseable {
         return new TortureReport(settings, histories, records, upstream.receipts(), checker, ran, settling, restarted);
     }
 
-    private KeyHistory exchange(int index) {
+    private KeyHistory exchange(int index) throws InterruptedException {
+        gatewayUp.await();
         try {
             Random random = new Random(settings.seed() * 1_000_003L + index);
             String key = String.format("torture-%016x-%07d", settings.seed(), index);
