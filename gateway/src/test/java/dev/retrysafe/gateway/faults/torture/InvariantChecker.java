@@ -6,12 +6,14 @@ import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import java.util.ArrayList;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Holds what the clients did and got, what the upstream received and what Redis recorded against the promises the
@@ -124,7 +126,7 @@ final class InvariantChecker {
                 () -> "gauge still " + inFlight);
     }
 
-    private void check(String invariant, String key, boolean holds, java.util.function.Supplier<String> why) {
+    private void check(String invariant, String key, boolean holds, Supplier<String> why) {
         Tally tally = tallies.get(invariant);
         tally.checked++;
         if (!holds) {
@@ -156,6 +158,6 @@ final class InvariantChecker {
     }
 
     private static String text(byte[] bytes) {
-        return bytes == null ? "null" : new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+        return bytes == null ? "null" : new String(bytes, StandardCharsets.ISO_8859_1);
     }
 }

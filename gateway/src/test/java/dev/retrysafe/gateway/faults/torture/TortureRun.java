@@ -14,6 +14,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -86,8 +87,13 @@ final class TortureRun implements AutoCloseable {
                 int index = i;
                 running.add(pool.submit(() -> exchange(index)));
             }
+            int tenth = Math.max(1, settings.exchanges() / 10);
             for (Future<KeyHistory> exchange : running) {
                 histories.add(exchange.get());
+                if (histories.size() % tenth == 0) {
+                    System.out.printf("Wire torture: %d of %d exchanges, %d s%n", histories.size(),
+                            settings.exchanges(), Duration.ofNanos(System.nanoTime() - started).toSeconds());
+                }
                 if (settings.restart() && !restarted && finished.get() >= settings.exchanges() / 2) {
                     restarted = true;
                     gatewayUp = new CountDownLatch(1);
@@ -142,7 +148,7 @@ final class TortureRun implements AutoCloseable {
     /** Two or three clients at once with the same key, on threads of their own so they really overlap. */
     private List<Attempt> duplicates(String key, byte[] body, ClientFault fault, Random random) {
         int count = 2 + random.nextInt(2);
-        List<Attempt> attempts = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Attempt> attempts = Collections.synchronizedList(new ArrayList<>());
         List<Thread> clients = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             byte[] own = fault == ClientFault.DUPLICATES_DIFFERENT_BODIES && i > 0 ? body(key, i, random) : body;

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.faults.torture;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
@@ -21,7 +22,8 @@ record TortureSettings(long seed, int exchanges, int threads, List<ClientFault> 
                 .filter(f -> picked.isEmpty() || picked.contains(f.label)).toList();
         List<UpstreamFault> upstream = Arrays.stream(UpstreamFault.values())
                 .filter(f -> picked.isEmpty() || picked.contains(f.label)).toList();
-        Set<String> known = Arrays.stream(ClientFault.values()).map(f -> f.label).collect(Collectors.toSet());
+        Set<String> known = new TreeSet<>();
+        Arrays.stream(ClientFault.values()).forEach(f -> known.add(f.label));
         Arrays.stream(UpstreamFault.values()).forEach(f -> known.add(f.label));
         picked.stream().filter(p -> !known.contains(p)).findAny().ifPresent(p -> {
             throw new IllegalArgumentException("torture.faults: unknown fault " + p + "; known: " + known);

@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
@@ -154,7 +155,7 @@ final class WireClient {
     private static Framed frame(String key, byte[] body, ClientFault fault, Random random) {
         String head = "POST " + PATH + " HTTP/1.1\r\nHost: gateway\r\nIdempotency-Key: " + key
                 + "\r\nContent-Type: application/json\r\nConnection: close\r\n";
-        String text = new String(body, java.nio.charset.StandardCharsets.ISO_8859_1);
+        String text = new String(body, StandardCharsets.ISO_8859_1);
         String first = "a\r\n" + text.substring(0, 10) + "\r\n";
         String rest = text.substring(10);
         String restSize = Integer.toHexString(rest.length());
