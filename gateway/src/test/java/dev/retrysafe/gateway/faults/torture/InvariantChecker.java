@@ -1,0 +1,163 @@
+package dev.retrysafe.gateway.faults.torture;
+
+import dev.retrysafe.gateway.faults.torture.RecordingUpstream.Receipt;
+import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
+import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
+import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
+import dev.retrysafe.gateway.idempotency.operator.RecordView;
+import java.util.ArrayList;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * Holds what the clients did and got, what the upstream received and what Redis recorded against the promises the
+ * gateway makes, and counts, per invariant, the keys checked and the keys that break it.
+ */
+final class InvariantChecker {
+    static final String EVERY_ATTEMPT_ENDED = "0. every attempt got an answer or a close within the client deadline";
+    static final String AT_MOST_ONCE = "1. each scope reached the upstream at most once unless released";
+    static final String FORWARDED_AS_FINGERPRINTED = "2. the upstream got exactly the bytes fingerprinted";
+    static final String UNCERTAIN_WAS_SENT = "3. no UNCERTAIN record whose request the upstream never received";
+    static final String NOTHING_LEFT_IN_FLIGHT = "4. no IN_FLIGHT record left after lease + response timeout";
+    static final String SUCCESS_IS_STORED = "5. every complete 2xx answer is the stored one";
+    static final String MALFORMED_REFUSED = "6. malformed framing: 400 or closed, nothing forwarded or reserved";
+
+    /** Per invariant: how many keys (or attempts) it was checked on and which broke it, with why. */
+    static final class Tally {
+        int checked;
+        final List<String> violations = new ArrayList<>();
+    }
+
+    private final RequestFingerprinter fingerprinter = new RequestFingerprinter(new CanonicalJson(Set.of()));
+    private final Map<String, Tally> tallies = new LinkedHashMap<>();
+
+    InvariantChecker() {
+        for (String name : List.of(EVERY_ATTEMPT_ENDED, AT_MOST_ONCE, FORWARDED_AS_FINGERPRINTED, UNCERTAIN_WAS_SENT,
+                NOTHING_LEFT_IN_FLIGHT, SUCCESS_IS_STORED, MALFORMED_REFUSED)) {
+            tallies.put(name, new Tally());
+        }
+    }
+
+    Map<String, Tally> tallies() {
+        return tallies;
+    }
+
+    boolean allHold() {
+        return tallies.values().stream().allMatch(t -> t.violations.isEmpty());
+    }
+
+    /**
+     * @param record   the key's record after the run settled, {@code null} when there is none
+     * @param receipts what the upstream received with this key, in order
+     */
+    void check(KeyHistory history, RecordView record, List<Receipt> receipts) {
+        String key = history.key();
+        for (Attempt attempt : history.attempts()) {
+            check(EVERY_ATTEMPT_ENDED, key, attempt.status() != WireClient.NO_ANSWER,
+                    () -> "attempt " + attempt.fault().label + " (" + attempt.detail() + ") hung");
+        }
+
+        List<Receipt> kept = receipts.stream().filter(r -> r.answeredStatus != RecordingUpstream.RELEASED_STATUS)
+                .toList();
+        check(AT_MOST_ONCE, key, kept.size() <= 1,
+                () -> kept.size() + " unreleased receipts " + ids(kept) + ", record " + describe(record));
+
+        for (Receipt receipt : receipts) {
+            boolean sentWhole = history.attempts().stream()
+                    .anyMatch(a -> a.sentWhole() && Arrays.equals(a.body(), receipt.body));
+            check(FORWARDED_AS_FINGERPRINTED, key, sentWhole, () -> "receipt " + receipt.id + " got "
+                    + receipt.body.length + " bytes no client sent whole: " + text(receipt.body));
+        }
+        if (record != null && record.fingerprint() != null && !kept.isEmpty()) {
+            String forwarded = fingerprinter.fingerprint("POST", WireClient.PATH, null, "application/json",
+                    kept.get(0).body).hex();
+            check(FORWARDED_AS_FINGERPRINTED, key, forwarded.equals(record.fingerprint()),
+                    () -> "record fingerprint " + record.fingerprint() + " but receipt " + kept.get(0).id
+                            + " carried a body fingerprinted " + forwarded);
+        }
+
+        if (record != null && "UNCERTAIN".equals(record.state())) {
+            check(UNCERTAIN_WAS_SENT, key, !receipts.isEmpty(), () -> "UNCERTAIN (" + record.uncertainReason()
+                    + ") but the upstream never received it; attempts " + attempts(history));
+        }
+
+        check(NOTHING_LEFT_IN_FLIGHT, key, record == null || !"IN_FLIGHT".equals(record.state()),
+                () -> "still IN_FLIGHT, reserved at " + record.reservedAt() + ", lease until " + record.leaseUntil()
+                        + "; receipts " + ids(receipts) + "; attempts " + attempts(history));
+
+        for (Attempt attempt : history.attempts()) {
+            if (attempt.status() >= 200 && attempt.status() < 300) {
+                String stored = storedBody(record);
+                boolean fromUpstream = receipts.stream()
+                        .anyMatch(r -> Arrays.equals(r.responseBody, attempt.responseBody()));
+                check(SUCCESS_IS_STORED, key, stored != null && stored.equals(text(attempt.responseBody()))
+                                && fromUpstream,
+                        () -> "client got " + attempt.status() + " " + text(attempt.responseBody()) + ", record "
+                                + describe(record) + " stores " + stored + ", from upstream: " + fromUpstream);
+            }
+        }
+
+        if (history.fault().malformed) {
+            Attempt refused = history.attempts().get(0);
+            boolean anotherSentWhole = history.attempts().stream().anyMatch(Attempt::sentWhole);
+            check(MALFORMED_REFUSED, key, refused.status() == 400 || refused.status() == WireClient.CLOSED,
+                    () -> refused.detail() + " answered " + refused.status());
+            if (!anotherSentWhole) {
+                check(MALFORMED_REFUSED, key, receipts.isEmpty() && record == null,
+                        () -> refused.detail() + ": receipts " + ids(receipts) + ", record " + describe(record));
+            }
+            for (Attempt retry : history.attempts().subList(1, history.attempts().size())) {
+                check(MALFORMED_REFUSED, key, retry.status() != 409 && retry.status() != 422,
+                        () -> "the correct retry after " + refused.detail() + " got " + retry.status() + " "
+                                + text(retry.responseBody()));
+            }
+        }
+    }
+
+    /** The in-flight gauge, read after the run settled. */
+    void checkGauge(double inFlight) {
+        check(NOTHING_LEFT_IN_FLIGHT, "idempotency_requests_in_flight", inFlight == 0,
+                () -> "gauge still " + inFlight);
+    }
+
+    private void check(String invariant, String key, boolean holds, Supplier<String> why) {
+        Tally tally = tallies.get(invariant);
+        tally.checked++;
+        if (!holds) {
+            tally.violations.add(key + ": " + why.get());
+        }
+    }
+
+    private static String storedBody(RecordView record) {
+        if (record == null || !"COMPLETED".equals(record.state()) || record.response() == null) {
+            return null;
+        }
+        RecordView.StoredBody body = record.response();
+        return body.body() != null ? body.body()
+                : body.bodyBase64() != null ? text(Base64.getDecoder().decode(body.bodyBase64())) : null;
+    }
+
+    private static String describe(RecordView record) {
+        return record == null ? "none" : record.state() + " (attempts " + record.attempts() + ", status "
+                + record.status() + (record.uncertainReason() == null ? "" : ", " + record.uncertainReason()) + ")";
+    }
+
+    private static String attempts(KeyHistory history) {
+        return history.attempts().stream().map(a -> a.fault().label + "->" + a.status() + (a.sentWhole() ? "" : "*"))
+                .toList().toString();
+    }
+
+    private static List<Integer> ids(List<Receipt> receipts) {
+        return receipts.stream().map(r -> r.id).toList();
+    }
+
+    private static String text(byte[] bytes) {
+        return bytes == null ? "null" : new String(bytes, StandardCharsets.ISO_8859_1);
+    }
+}

@@ -1,0 +1,8 @@
+package dev.retrysafe.gateway.faults.torture;
+
+import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
+import java.util.List;
+
+/** Everything the clients did with one key: its fault, how the upstream answers it, its attempts in order. */
+record KeyHistory(String key, ClientFault fault, UpstreamFault upstream, List<Attempt> attempts) {
+}
