@@ -59,7 +59,9 @@ public final class LeaseRenewals implements DisposableBean {
                             if (stillOurs) {
                                 entry.nextRenewal = System.nanoTime() + entry.lease.toNanos() / 3;
                             } else {
-                                held.remove(owner, entry);
+                                // Settled (or taken): nothing to renew, but the exchange may still hang on a
+                                // client write; the watchdog keeps watching it until it ends.
+                                entry.nextRenewal = Long.MAX_VALUE;
                             }
                         }, e -> { }, () -> entry.renewing = false);
             }

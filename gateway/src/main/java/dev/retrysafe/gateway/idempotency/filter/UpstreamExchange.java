@@ -225,7 +225,9 @@ final class UpstreamExchange {
             report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
             return markUncertain("the upstream exchange made no progress for " + quietFor.toMillis()
                     + " ms after the request was handed to the upstream; abandoned");
-        })) {
+        }) || state.get().terminal()) {
+            // Also when already settled: an exchange stuck after its store call (a write to a client that is
+            // gone) must still end, or it holds memory and the in-flight gauge forever.
             stalled.tryEmitEmpty();
         }
     }
