@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
@@ -156,8 +157,10 @@ final class UpstreamExchange {
         progress();
         report.upstreamAnswered(status);
         if (!policy.outcomePolicy().isFinal(status)) {
-            report.outcome(RequestOutcome.RELEASED);
-            settle(State.RELEASED, this::release);
+            settle(State.RELEASED, () -> {
+                report.outcome(RequestOutcome.RELEASED);
+                return release();
+            });
             return false;
         }
         return state.compareAndSet(State.SENDING, State.ANSWERED) || state.get() == State.ANSWERED;
@@ -245,7 +248,7 @@ final class UpstreamExchange {
      *
      * @return whether this call settled the exchange
      */
-    private boolean settle(State terminal, java.util.function.Supplier<Mono<Void>> storeCall) {
+    private boolean settle(State terminal, Supplier<Mono<Void>> storeCall) {
         State now;
         do {
             now = state.get();
