@@ -85,9 +85,9 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
                     }
                     return Mono.empty();
                 })
-                // A write to a connection that is already gone can end without ever reading the body: read it
-                // anyway, or the exchange would wait for an end that never comes.
-                .then(Mono.fromRunnable(guarded::drainAlone))
+                // A write to a connection that is already gone can end having read none or only part of the body:
+                // read the rest anyway, or the exchange would wait for an end that never comes.
+                .then(Mono.fromRunnable(guarded::drainRest))
                 .then(upstream.settled());
     }
 

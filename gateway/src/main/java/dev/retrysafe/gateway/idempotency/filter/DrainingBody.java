@@ -21,6 +21,7 @@ final class DrainingBody implements Publisher<DataBuffer> {
     private final Consumer<Throwable> onError;
     private final AtomicBoolean subscribed = new AtomicBoolean();
     private volatile boolean draining;
+    private volatile Subscription upstream;
 
     DrainingBody(Publisher<? extends DataBuffer> source, Runnable onComplete, Consumer<Throwable> onError) {
         this.source = source;
@@ -37,11 +38,21 @@ final class DrainingBody implements Publisher<DataBuffer> {
         source.subscribe(new Relay(downstream));
     }
 
-    /** Reads the body without any client, when the client's write never even subscribed. */
-    void drainAlone() {
+    /**
+     * The client's write has ended, however it ended: whatever of the body it left unread is read and dropped. A
+     * write can end without reading the body at all (the connection was already gone), or after taking only its
+     * first part without cancelling (Spring's write operator does not cancel its source when the write itself
+     * fails); either way nobody else would read the rest, and the exchange would wait for an end that never comes.
+     */
+    void drainRest() {
+        draining = true;
         if (subscribed.compareAndSet(false, true)) {
-            draining = true;
             source.subscribe(new Relay(null));
+            return;
+        }
+        Subscription subscription = upstream;
+        if (subscription != null) {
+            subscription.request(Long.MAX_VALUE);
         }
     }
 
@@ -53,25 +64,30 @@ final class DrainingBody implements Publisher<DataBuffer> {
         }
 
         @Override
-        public void onSubscribe(Subscription upstream) {
+        public void onSubscribe(Subscription subscription) {
+            upstream = subscription;
             if (downstream == null) {
-                upstream.request(Long.MAX_VALUE);
+                subscription.request(Long.MAX_VALUE);
                 return;
             }
             downstream.onSubscribe(new Subscription() {
                 @Override
                 public void request(long n) {
                     if (!draining) {
-                        upstream.request(n);
+                        subscription.request(n);
                     }
                 }
 
                 @Override
                 public void cancel() {
                     draining = true;
-                    upstream.request(Long.MAX_VALUE);
+                    subscription.request(Long.MAX_VALUE);
                 }
             });
+            if (draining) {
+                // drainRest() ran between subscribe and here.
+                subscription.request(Long.MAX_VALUE);
+            }
         }
 
         @Override

@@ -105,7 +105,9 @@ class ClientConnectionTest extends GatewayFilterTestBase {
             String key = keys.get(i);
             String what = "request " + i + " closed " + delays.get(i) + " ms after sending (seed " + seed + ")";
             String state = states.get(key);
-            assertThat(state).as(what).isNotEqualTo("IN_FLIGHT").isNotEqualTo("UNCERTAIN");
+            assertThat(state).as(() -> what + ": " + record("accepting", key) + ", received upstream "
+                    + accepting.received(key) + " times, in flight gauge " + inFlightGauge())
+                    .isNotEqualTo("IN_FLIGHT").isNotEqualTo("UNCERTAIN");
             if (state.equals("COMPLETED")) {
                 assertThat(accepting.received(key)).as(what + ": stored, so forwarded once").isEqualTo(1);
             } else {
@@ -136,6 +138,18 @@ class ClientConnectionTest extends GatewayFilterTestBase {
         String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
         return redis.<String, String>opsForHash().get(recordKey, "state").defaultIfEmpty("(none)")
                 .block(Duration.ofSeconds(5));
+    }
+
+    /** The whole record, for a failure message: its lease, attempts and reason tell which path left it. */
+    private Map<String, String> record(String routeId, String key) {
+        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        Map<String, String> fields = new java.util.TreeMap<>();
+        redis.<String, String>opsForHash().entries(recordKey)
+                .filter(entry -> !entry.getKey().equals("body"))
+                .doOnNext(entry -> fields.put(entry.getKey(), entry.getValue()))
+                .then().block(Duration.ofSeconds(5));
+        fields.put("(pttl)", String.valueOf(redis.getExpire(recordKey).block(Duration.ofSeconds(5))));
+        return fields;
     }
 
     private Void sendAndHangUp(String path, String key, String body, int delayMillis) throws IOException {
