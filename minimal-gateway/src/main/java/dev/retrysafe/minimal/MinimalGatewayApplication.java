@@ -1,0 +1,29 @@
+package dev.retrysafe.minimal;
+
+import java.net.InetSocketAddress;
+import java.util.Optional;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.cloud.gateway.filter.ratelimit.KeyResolver;
+import org.springframework.context.annotation.Bean;
+import reactor.core.publisher.Mono;
+
+/**
+ * A platform team's own Spring Cloud Gateway with the Idempotency filter added as a library: nothing of our runnable
+ * server (no security chain, no Prometheus, no tracing, no application.yml of ours). Routes come from the
+ * command line or the team's own configuration. It is the peer our server is measured against, and the proof that
+ * the library works on its own.
+ */
+@SpringBootApplication
+public class MinimalGatewayApplication {
+    public static void main(String[] args) {
+        SpringApplication.run(MinimalGatewayApplication.class, args);
+    }
+
+    /** Spring Cloud Gateway's RequestRateLimiter needs a key; a gateway without logins limits by client address. */
+    @Bean
+    KeyResolver clientAddress() {
+        return exchange -> Mono.just(Optional.ofNullable(exchange.getRequest().getRemoteAddress())
+                .map(InetSocketAddress::getAddress).map(Object::toString).orElse("unknown"));
+    }
+}
