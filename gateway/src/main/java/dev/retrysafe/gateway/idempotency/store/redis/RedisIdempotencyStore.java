@@ -18,7 +18,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Mono;
@@ -225,6 +224,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     private static <T> RedisScript<T> script(String name, Class<T> type) {
-        return RedisScript.of(new ClassPathResource("META-INF/scripts/" + name), type);
+        return LuaScripts.load(name, type);
     }
 }

@@ -21,7 +21,6 @@ import java.util.Map;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
 import org.springframework.data.redis.core.script.RedisScript;
-import org.springframework.core.io.ClassPathResource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SynchronousSink;
@@ -32,10 +31,10 @@ public final class RedisRecordInspector implements RecordInspector {
             "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
             "process_id", "process_state", "process_status", "resolved_by", "resolved_reason");
     private static final List<String> COUNTED_FIELDS = List.of("state", "reserved_at");
-    private static final RedisScript<byte[]> RELEASE = RedisScript.of(
-            new ClassPathResource("META-INF/scripts/idempotency_operator_release.lua"), byte[].class);
-    private static final RedisScript<byte[]> COMPLETE = RedisScript.of(
-            new ClassPathResource("META-INF/scripts/idempotency_operator_complete.lua"), byte[].class);
+    private static final RedisScript<byte[]> RELEASE = LuaScripts.load(
+            "idempotency_operator_release.lua", byte[].class);
+    private static final RedisScript<byte[]> COMPLETE = LuaScripts.load(
+            "idempotency_operator_complete.lua", byte[].class);
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;

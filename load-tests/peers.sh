@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Peer benchmark (issue 11): our runnable server and someone else's gateway (minimal-gateway: a bare Spring Cloud
+# Gateway app with only our filter library added), one JVM at a time, on the same Redis and the same backend
+# (nginx answering 202 like Onboarding), load by wrk. Every target's throughput is printed as a ratio to its own
+# JVM's plain route, and the two plain routes to each other; the table goes to load-tests/target/peers/peers.md.
+#
+#   load-tests/peers.sh                                    # about 8 minutes
+#   DURATION=20 ROUNDS=5 WARMUP=40 load-tests/peers.sh     # steadier
+#
+# Settings (environment): WARMUP seconds per target (20), DURATION seconds per measurement (10), ROUNDS of
+# measurements, the median reported (3), CONNECTIONS (32), THREADS for wrk (2), REPLAY_KEYS (1000), JAVA_OPTS for
+# both JVMs (-Xmx512m), PROFILE=1 to record a JFR of each target's first round (load-tests/target/peers/JVM-TARGET.jfr,
+# read by load-tests/jfr-breakdown.py); ports BENCH_GATEWAY_PORT (18090), BENCH_BACKEND_PORT (18091),
+# BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
+# TARGETS (plain rate-limiter first-writes replays), SERVER_ARGS / MINIMAL_ARGS (extra --property=value arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+WARMUP="${WARMUP:-20}"
+DURATION="${DURATION:-10}"
+ROUNDS="${ROUNDS:-3}"
+CONNECTIONS="${CONNECTIONS:-32}"
+THREADS="${THREADS:-2}"
+REPLAY_KEYS="${REPLAY_KEYS:-1000}"
+JAVA_OPTS="${JAVA_OPTS:--Xmx512m}"
+GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
+BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
+REDIS_PORT="${BENCH_REDIS_PORT:-16390}"
+MANAGEMENT_PORT="${BENCH_MANAGEMENT_PORT:-18093}"
+out="$root/load-tests/target/peers"
+mkdir -p "$out"
+
+missing=()
+for tool in wrk nginx redis-server; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "Installing ${missing[*]} (Debian packages wrk, nginx-light, redis-server)"
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq wrk nginx-light redis-server >/dev/null
+fi
+
+echo "Building the server and minimal-gateway"
+./mvnw -q -B -DskipTests -pl gateway,minimal-gateway -am package
+server_jar=$(ls "$root"/gateway/target/idempotency-gateway-*-exec.jar)
+minimal_jar=$(ls "$root"/minimal-gateway/target/minimal-gateway-*.jar | grep -v original | head -n 1)
+
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no > "$out/redis.log" 2>&1 &
+pids+=($!)
+
+mkdir -p "$out/nginx"
+cat > "$out/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $out/nginx/nginx.pid;
+error_log $out/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $out/nginx/body;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$BACKEND_PORT;
+    location / {
+      default_type application/json;
+      add_header Location /processes/p-1;
+      add_header Retry-After 1;
+      return 202 '{"processId":"p-1","status":"PENDING"}';
+    }
+  }
+}
+CONF
+nginx -c "$out/nginx/nginx.conf" -p "$out/nginx" &
+pids+=($!)
+
+wait_for_port() {
+  for _ in $(seq 1 240); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.5
+  done
+  echo "Nothing listens on port $1" >&2
+  return 1
+}
+wait_for_port "$REDIS_PORT"
+wait_for_port "$BACKEND_PORT"
+
+backend="http://127.0.0.1:$BACKEND_PORT"
+routes="--spring.cloud.gateway.server.webflux.routes"
+# The same three routes in both JVMs, as a platform team would declare them; minimal-gateway adds SCG's own
+# RequestRateLimiter (one Redis Lua call per request, a limit it never reaches).
+common_routes=(
+  "$routes[0].id=plain" "$routes[0].uri=$backend" "$routes[0].predicates[0]=Path=/plain/**"
+  "$routes[1].id=onboarding" "$routes[1].uri=$backend" "$routes[1].predicates[0]=Path=/merchants/**"
+  "$routes[1].filters[0].name=Idempotency" "$routes[1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites"
+)
+limiter_route=(
+  "$routes[2].id=limited" "$routes[2].uri=$backend" "$routes[2].predicates[0]=Path=/limited/**"
+  "$routes[2].filters[0].name=RequestRateLimiter"
+  "$routes[2].filters[0].args.redis-rate-limiter.replenishRate=1000000"
+  "$routes[2].filters[0].args.redis-rate-limiter.burstCapacity=1000000"
+)
+
+rows="$out/rows.tsv"
+: > "$rows"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+wrk_run() { # seconds url mode run [wrk options...]
+  local seconds=$1 url=$2 mode=$3 run=$4
+  shift 4
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" "$@" -s load-tests/wrk/idempotency-keys.lua "$url" \
+    -- "$mode" "$run" "$REPLAY_KEYS"
+}
+# measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, gateway CPU us/request
+measure() {
+  local jvm=$1 target=$2 url=$3 mode=$4 run=$5 round=$6
+  local result="$out/$jvm-$target-$round.txt"
+  if [ -n "${PROFILE:-}" ] && [ "$round" = 1 ]; then
+    jcmd "$gateway_pid" JFR.start name="$target" settings=profile duration="${DURATION}s" \
+      filename="$out/$jvm-$target.jfr" > /dev/null
+  fi
+  local cpu_before cpu_after
+  cpu_before=$(cpu_ticks "$gateway_pid")
+  wrk_run "$DURATION" "$url" "$mode" "$run" --latency > "$result"
+  cpu_after=$(cpu_ticks "$gateway_pid")
+  local rps p50 p99 bad requests cpu_us
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$result")
+  requests=$(awk '/requests in/ {print $1}' "$result")
+  # The gateway JVM's CPU time (user + system, all threads) per request, in microseconds.
+  cpu_us=$(( (cpu_after - cpu_before) * 1000000 / $(getconf CLK_TCK) / (requests > 0 ? requests : 1) ))
+  p50=$(awk '$1 == "50%" {print $2}' "$result")
+  p99=$(awk '$1 == "99%" {print $2}' "$result")
+  bad=$(awk '/Non-2xx/ {print $5}' "$result")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$jvm" "$target" "$round" "$rps" "$p50" "$p99" "${bad:-0}" "$cpu_us" \
+    | tee -a "$rows"
+}
+
+# run_jvm NAME JAR DIR [extra args...]: starts one gateway JVM, warms every target up (the JIT compiles what all of
+# them use), measures them in ROUNDS rounds, stops it.
+run_jvm() {
+  local name=$1 jar=$2 dir=$3
+  shift 3
+  # shellcheck disable=SC2086
+  (cd "$dir" && exec java $JAVA_OPTS -jar "$jar" --server.port="$GATEWAY_PORT" \
+    --spring.data.redis.port="$REDIS_PORT" --management.server.port="$MANAGEMENT_PORT" \
+    --logging.level.root=WARN "$@" > "$out/$name.log" 2>&1) &
+  gateway_pid=$!
+  pids+=($gateway_pid)
+  wait_for_port "$GATEWAY_PORT"
+  local gateway="http://127.0.0.1:$GATEWAY_PORT"
+  local run
+  run="$name-$(date +%s)"
+  local targets=("plain $gateway/plain/merchants fresh")
+  if [ "$name" = minimal ]; then
+    targets+=("rate-limiter $gateway/limited/merchants fresh")
+  fi
+  targets+=("first-writes $gateway/merchants fresh" "replays $gateway/merchants replay")
+  if [ -n "${TARGETS:-}" ]; then
+    local wanted=()
+    for target in "${targets[@]}"; do
+      if [[ " $TARGETS " == *" ${target%% *} "* ]]; then wanted+=("$target"); fi
+    done
+    targets=("${wanted[@]}")
+  fi
+  local target
+  for target in "${targets[@]}"; do
+    read -r t url mode <<< "$target"
+    echo "  warming up $t (${WARMUP} s)"
+    wrk_run "$WARMUP" "$url" "$mode" "$run" > /dev/null
+  done
+  for round in $(seq 1 "$ROUNDS"); do
+    for target in "${targets[@]}"; do
+      read -r t url mode <<< "$target"
+      measure "$name" "$t" "$url" "$mode" "$run" "$round"
+    done
+  done
+  kill "$gateway_pid" 2>/dev/null || true
+  wait "$gateway_pid" 2>/dev/null || true
+  sleep 1
+}
+
+for jvm in ${JVMS:-server minimal}; do
+  if [ "$jvm" = server ]; then
+    echo "Our server (the runnable gateway with its own config/application.yml) ${SERVER_ARGS:-}"
+    # shellcheck disable=SC2086
+    run_jvm server "$server_jar" "$root" "${common_routes[@]}" ${SERVER_ARGS:-}
+  else
+    echo "minimal-gateway (a bare Spring Cloud Gateway app with our filter library) ${MINIMAL_ARGS:-}"
+    # shellcheck disable=SC2086
+    run_jvm minimal "$minimal_jar" "$out" "${common_routes[@]}" "${limiter_route[@]}" ${MINIMAL_ARGS:-}
+  fi
+done
+
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -n 1), Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//'), wrk $THREADS threads $CONNECTIONS connections, the median of $ROUNDS rounds of ${DURATION} s per target after ${WARMUP} s warm-up of each"
+# Per JVM and target, the round with the median throughput.
+sort -t$'\t' -k1,1 -k2,2 -k4,4n "$rows" | awk -v rounds="$ROUNDS" -F'\t' '
+  { n[$1 FS $2]++; if (n[$1 FS $2] == int((rounds + 1) / 2)) print }' > "$out/medians.tsv"
+awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
+  NR == FNR { order[++count] = $1 FS $2; next }
+  { row[$1 FS $2] = $0; if ($2 == "plain") plain[$1] = $4 }
+  END {
+    print "Peer benchmark of " date " on " machine "."
+    print ""
+    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | gateway CPU per request |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|"
+    for (i = 1; i <= count; i++) {
+      if (seen[order[i]]++) continue
+      split(row[order[i]], f, FS)
+      printf "| %s | %s | %.0f | %.2f | %s | %s | %s | %d us |\n", f[1], f[2], f[4], f[4] / plain[f[1]], f[5], f[6], f[7], f[8]
+    }
+    print ""
+    if (plain["server"] && plain["minimal"])
+      printf "Plain routes: server / minimal-gateway = %.2f\n", plain["server"] / plain["minimal"]
+  }' "$rows" "$out/medians.tsv" > "$out/peers.md"
+echo
+cat "$out/peers.md"
+echo "Written: $out/peers.md"
