@@ -28,9 +28,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 
 /** Clients on real sockets that close the connection as soon as they have read the response. */
+@ExtendWith(OutputCaptureExtension.class)
 class ClientConnectionTest extends GatewayFilterTestBase {
     @Autowired
     MeterRegistry meters;
@@ -122,6 +126,37 @@ class ClientConnectionTest extends GatewayFilterTestBase {
             // polls until the last exchange has ended
         }
         assertThat(inFlightGauge()).as("requests in flight after all settled (seed " + seed + ")").isZero();
+    }
+
+    /**
+     * A client that hangs up before its replay is written: the replay's write fails on a closed connection after
+     * nobody listens any more. That is expected and harmless (the record is untouched); it must not reach the log as
+     * an ERROR with a stack trace ("Operator called default onErrorDropped"), once per impatient client.
+     */
+    @Test
+    void aClientThatHangsUpBeforeItsReplayIsWrittenLeavesNoErrorInTheLog(CapturedOutput output) throws Exception {
+        String key = newKey();
+        String body = "{\"legalName\":\"ACME\"}";
+        client.post().uri("/accepting/quiet").header("Idempotency-Key", key)
+                .header("Content-Type", "application/json").bodyValue(body)
+                .exchange().expectStatus().isEqualTo(202);
+        String scope = new IdempotencyScope("", "accepting", new IdempotencyKey(key)).hash();
+        int replays = 50;
+        for (int i = 0; i < replays; i++) {
+            sendAndHangUp("/accepting/quiet", key, body, 0);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (replayLines(output, scope) < replays && System.nanoTime() < deadline && pause()) {
+            // every replay logs its line once it has ended, written or not
+        }
+        assertThat(replayLines(output, scope)).as("replays ended").isEqualTo(replays);
+        assertThat(output.getOut()).doesNotContain("onErrorDropped");
+        assertThat(output.getOut().lines().filter(line -> line.contains(" ERROR "))).isEmpty();
+        assertThat(accepting.received(key)).isEqualTo(1);
+    }
+
+    private static long replayLines(CapturedOutput output, String scope) {
+        return output.getOut().lines().filter(line -> line.contains("outcome=replay") && line.contains(scope)).count();
     }
 
     private double inFlightGauge() {
