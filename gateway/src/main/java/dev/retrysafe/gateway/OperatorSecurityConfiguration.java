@@ -1,6 +1,5 @@
 package dev.retrysafe.gateway;
 
-import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.security.autoconfigure.actuate.web.reactive.EndpointRequest;
@@ -20,7 +19,8 @@ import org.springframework.security.web.server.SecurityWebFilterChain;
  * The runnable gateway's security: the operator endpoint ({@code /actuator/idempotency}) needs HTTP Basic with the
  * OPERATOR role; health and the Prometheus scrape stay open (health details only for operators when
  * {@code management.endpoint.health.show-details=when-authorized}); the gateway's own routes are left to the
- * routes (no login, no CSRF: this is an API gateway). Without {@code idempotency.operator.password} nobody can use the operator endpoint.
+ * routes: no security chain runs on them at all (no login, no CSRF, no headers: this is an API gateway, and a
+ * permit-all chain cost every proxied request a dozen filters), unless the API-key chain guards them. Without {@code idempotency.operator.password} nobody can use the operator endpoint.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableWebFluxSecurity
@@ -38,16 +38,6 @@ class OperatorSecurityConfiguration {
                         .anyExchange().hasRole("OPERATOR"))
                 .httpBasic(Customizer.withDefaults())
                 .csrf(ServerHttpSecurity.CsrfSpec::disable)
-                .build();
-    }
-
-    /** Open routes; with {@code idempotency.api-keys.enabled} the API-key chain guards them instead. */
-    @Bean
-    @Order(2)
-    @ConditionalOnBooleanProperty(name = "idempotency.api-keys.enabled", havingValue = false, matchIfMissing = true)
-    SecurityWebFilterChain gatewayRoutes(ServerHttpSecurity http) {
-        return StatelessApi.withoutBrowserFeatures(http)
-                .authorizeExchange(exchanges -> exchanges.anyExchange().permitAll())
                 .build();
     }
 
