@@ -9,8 +9,10 @@
 #
 # Settings (environment): WARMUP seconds per target and pass (15), WARMUP_PASSES over all targets (3), DURATION
 # seconds per measurement (10), ROUNDS of measurements, the median reported (3), CONNECTIONS (32), THREADS for wrk
-# (2), REPLAY_KEYS (1000), JAVA_OPTS for both JVMs (-Xmx512m), PROFILE=1 to record a JFR of each target in a pass of
-# its own after the measured ones (load-tests/target/peers/JVM-TARGET.jfr, read by load-tests/jfr-breakdown.py); ports BENCH_GATEWAY_PORT (18090), BENCH_BACKEND_PORT (18091),
+# (2), REPLAY_KEYS (1000), BODY_BYTES (0: the 600-byte merchant; more pads it to about that size), JAVA_OPTS for
+# both JVMs (-Xmx512m), PROFILE=1 to record a JFR of each target in a pass of its own after the measured ones
+# (load-tests/target/peers/JVM-TARGET.jfr, read by load-tests/jfr-breakdown.py); ports BENCH_GATEWAY_PORT (18090),
+# BENCH_BACKEND_PORT (18091),
 # BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
 # TARGETS (plain rate-limiter first-writes replays), SERVER_ARGS / MINIMAL_ARGS (extra --property=value arguments).
 set -euo pipefail
@@ -24,6 +26,7 @@ ROUNDS="${ROUNDS:-3}"
 CONNECTIONS="${CONNECTIONS:-32}"
 THREADS="${THREADS:-2}"
 REPLAY_KEYS="${REPLAY_KEYS:-1000}"
+BODY_BYTES="${BODY_BYTES:-0}"
 JAVA_OPTS="${JAVA_OPTS:--Xmx512m}"
 GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
 BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
@@ -113,7 +116,7 @@ wrk_run() { # seconds url mode run [wrk options...]
   local seconds=$1 url=$2 mode=$3 run=$4
   shift 4
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" "$@" -s load-tests/wrk/idempotency-keys.lua "$url" \
-    -- "$mode" "$run" "$REPLAY_KEYS"
+    -- "$mode" "$run" "$REPLAY_KEYS" "$BODY_BYTES"
 }
 # measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, gateway CPU us/request
 measure() {
