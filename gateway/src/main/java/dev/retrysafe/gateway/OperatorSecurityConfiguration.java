@@ -20,7 +20,8 @@ import org.springframework.security.web.server.SecurityWebFilterChain;
  * OPERATOR role; health and the Prometheus scrape stay open (health details only for operators when
  * {@code management.endpoint.health.show-details=when-authorized}); the gateway's own routes are left to the
  * routes: no security chain runs on them at all (no login, no CSRF, no headers: this is an API gateway, and a
- * permit-all chain cost every proxied request a dozen filters), unless the API-key chain guards them. Without {@code idempotency.operator.password} nobody can use the operator endpoint.
+ * permit-all chain cost every proxied request a dozen filters), unless the API-key chain guards them. Without
+ * {@code idempotency.operator.password} nobody can use the operator endpoint.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableWebFluxSecurity

@@ -11,10 +11,14 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.web.server.ServerWebExchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.netty.channel.AbortedException;
 
 /** Writes what the gateway answers without calling the upstream: error envelopes and replays. */
 final class GatewayResponses {
+    private static final Logger log = LoggerFactory.getLogger(GatewayResponses.class);
     private final Clock clock;
 
     GatewayResponses(Clock clock) {
@@ -33,7 +37,7 @@ final class GatewayResponses {
         headers.setContentLength(body.length);
         error.retryAfter().ifPresent(delay ->
                 headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, delay.toSeconds()))));
-        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+        return write(response, body);
     }
 
     /**
@@ -53,6 +57,19 @@ final class GatewayResponses {
             headers.add(header.name(), header.value());
         }
         headers.setContentLength(replay.body().length);
-        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(replay.body())));
+        return write(response, replay.body());
+    }
+
+    /**
+     * The answer runs detached from its client: a client that hung up meanwhile makes the write fail after nobody
+     * listens. Expected and harmless (nothing was stored by this write); left alone, Reactor would log it as an
+     * ERROR with a stack trace, once per impatient client.
+     */
+    private static Mono<Void> write(ServerHttpResponse response, byte[] body) {
+        return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)))
+                .onErrorResume(AbortedException.class, gone -> {
+                    log.debug("The client went away before its answer was written: {}", gone.toString());
+                    return Mono.empty();
+                });
     }
 }

@@ -39,7 +39,6 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
-import reactor.netty.channel.AbortedException;
 
 /**
  * The {@code Idempotency} route filter. A request's walk: key check, body read and fingerprint, atomic
@@ -357,17 +356,6 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
      * the store call that follows it. The subscriber's context (security context, trace) goes along with it.
      */
     static <T> Mono<T> detached(Mono<T> work) {
-        return Mono.deferContextual(context -> Mono.fromFuture(work
-                // A write to a client that is gone fails after nobody listens: expected, and the record is settled
-                // on its own; left alone it would be logged as an ERROR with a stack trace per impatient client.
-                .onErrorResume(IdempotencyGatewayFilter::clientGone, e -> {
-                    log.debug("The client went away before its answer was written: {}", e.toString());
-                    return Mono.empty();
-                })
-                .contextWrite(context).toFuture(), true));
-    }
-
-    private static boolean clientGone(Throwable error) {
-        return error instanceof AbortedException || AbortedException.isConnectionReset(error);
+        return Mono.deferContextual(context -> Mono.fromFuture(work.contextWrite(context).toFuture(), true));
     }
 }

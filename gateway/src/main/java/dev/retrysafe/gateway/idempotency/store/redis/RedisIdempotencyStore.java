@@ -36,12 +36,12 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public static final String SETTLED_CHANNEL = "idempotency:settled";
 
     @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> RESERVE = script("idempotency_reserve.lua", List.class);
-    private static final RedisScript<Long> COMPLETE = script("idempotency_complete.lua", Long.class);
-    private static final RedisScript<Long> RELEASE = script("idempotency_release.lua", Long.class);
-    private static final RedisScript<Long> RENEW = script("idempotency_renew.lua", Long.class);
-    private static final RedisScript<Long> UNCERTAIN = script("idempotency_uncertain.lua", Long.class);
-    private static final RedisScript<Long> PROCESS_ENDED = script("idempotency_process_ended.lua", Long.class);
+    private static final RedisScript<List> RESERVE = LuaScripts.load("idempotency_reserve.lua", List.class);
+    private static final RedisScript<Long> COMPLETE = LuaScripts.load("idempotency_complete.lua", Long.class);
+    private static final RedisScript<Long> RELEASE = LuaScripts.load("idempotency_release.lua", Long.class);
+    private static final RedisScript<Long> RENEW = LuaScripts.load("idempotency_renew.lua", Long.class);
+    private static final RedisScript<Long> UNCERTAIN = LuaScripts.load("idempotency_uncertain.lua", Long.class);
+    private static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
     private static final byte[] YES = bytes("1");
     private static final byte[] NO = bytes("0");
     private static final byte[] CHANNEL = bytes(SETTLED_CHANNEL);
@@ -221,9 +221,5 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     static byte[] bytes(String value) {
         return value.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static <T> RedisScript<T> script(String name, Class<T> type) {
-        return LuaScripts.load(name, type);
     }
 }
