@@ -13,7 +13,7 @@ BACKEND_PORT="${BACKEND_PORT:-8081}"
 ./mvnw -q -B -DskipTests package
 
 backend_jar=$(ls sample-onboarding-backend/target/sample-onboarding-backend-*-exec.jar)
-gateway_jar=$(ls gateway/target/idempotency-gateway-*-exec.jar)
+gateway_jar=$(ls gateway/server/target/idempotency-gateway-server-*-exec.jar)
 mkdir -p target
 
 pids=()

@@ -34,7 +34,7 @@ mkdir -p "$out"
 ./mvnw -q -B -DskipTests -pl load-tests -am package dependency:build-classpath \
   -Dmdep.outputFile="$out/classpath.txt" -Dmdep.includeScope=runtime
 cp="$root/load-tests/target/classes:$(cat "$out/classpath.txt")"
-gateway_jar=$(ls "$root"/gateway/target/idempotency-gateway-*-exec.jar)
+gateway_jar=$(ls "$root"/gateway/server/target/idempotency-gateway-server-*-exec.jar)
 
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }

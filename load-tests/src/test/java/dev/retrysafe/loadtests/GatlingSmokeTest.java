@@ -3,7 +3,7 @@ package dev.retrysafe.loadtests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
-import dev.retrysafe.gateway.idempotency.embedded.EmbeddedRedisServer;
+import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.loadtests.gatling.MismatchSimulation;
 import dev.retrysafe.loadtests.gatling.ReplayHeavySimulation;
 import dev.retrysafe.loadtests.gatling.RetryStormSimulation;

@@ -20,7 +20,7 @@ import java.time.Duration;
  */
 public final class LoadSettings {
 
-    /** Header names and the gateway's fixed texts, as documented in the README. */
+    /** Header names and the gateway's fixed texts, as documented in docs/reference/responses.md. */
     public static final String KEY_HEADER = "Idempotency-Key";
     public static final String REPLAYED_HEADER = "Idempotency-Replayed";
     public static final String TENANT_HEADER = "X-Tenant-Id";

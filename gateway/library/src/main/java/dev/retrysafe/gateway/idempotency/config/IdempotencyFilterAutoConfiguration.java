@@ -1,0 +1,96 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.observability.MeteredIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import dev.retrysafe.gateway.idempotency.wire.RequestFramingCustomizer;
+import java.util.Optional;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.cloud.gateway.config.HttpClientProperties;
+import org.springframework.web.reactive.function.client.WebClient;
+import java.time.Clock;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+
+/**
+ * Gives any Spring Cloud Gateway application the {@code Idempotency} route filter once the library is on its
+ * classpath: the filter factory with its route defaults, the tenant resolver, process tracking and the request
+ * framing guard.
+ */
+@AutoConfiguration(after = {IdempotencyStoreAutoConfiguration.class, IdempotencyObservabilityAutoConfiguration.class})
+@ConditionalOnClass({GatewayFilterFactory.class, ReactiveRedisConnectionFactory.class})
+@EnableConfigurationProperties(IdempotencyProperties.class)
+public class IdempotencyFilterAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    TenantResolver idempotencyTenantResolver(IdempotencyProperties properties) {
+        return new PrincipalOrHeaderTenantResolver(properties.tenantHeader());
+    }
+
+    /**
+     * Requests reach the gateway only as they were framed: a body whose chunked framing breaks ends in an error
+     * instead of looking complete, and a Transfer-Encoding other than {@code chunked} is refused. On every route,
+     * since a plain route would otherwise forward what a guarded one refuses.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"org.springframework.boot.reactor.netty.NettyServerCustomizer",
+            "reactor.netty.http.server.HttpServer"})
+    static class RequestFramingConfiguration {
+        @Bean
+        RequestFramingCustomizer idempotencyRequestFraming() {
+            return new RequestFramingCustomizer(Clock.systemDefaultZone());
+        }
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    ProcessWatcher idempotencyProcessWatcher(IdempotencyStore store, IdempotencyProperties properties,
+            ObjectProvider<WebClient.Builder> webClients) {
+        WebClient http = webClients.getIfAvailable(WebClient::builder).build();
+        return new ProcessWatcher(store, http, properties.processPoll().initialDelay(),
+                properties.processPoll().maxDelay());
+    }
+
+    @Bean
+    @ConditionalOnBean(ProcessWatcher.class)
+    ProcessStatusObserver idempotencyProcessStatusObserver(ProcessWatcher watcher, IdempotencyProperties properties,
+            IdempotencyEvents events) {
+        return new ProcessStatusObserver(watcher, properties.storeTimeout(), events);
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
+            IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
+            RequestReports reports, ObjectProvider<HttpClientProperties> httpClient) {
+        return new IdempotencyGatewayFilterFactory(routeDefaults(properties), new MeteredIdempotencyStore(store, metrics), tenants,
+                Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
+                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout));
+    }
+
+    static RouteDefaults routeDefaults(IdempotencyProperties p) {
+        return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
+                p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
+                p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
+                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
+                p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD);
+    }
+}

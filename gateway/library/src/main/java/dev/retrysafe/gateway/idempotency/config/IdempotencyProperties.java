@@ -1,0 +1,77 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Gateway-wide defaults under {@code idempotency.*}. Each route's {@code Idempotency} filter args override the
+ * route-level ones; docs/reference/configuration.md lists every property with its default.
+ */
+@ConfigurationProperties("idempotency")
+public record IdempotencyProperties(
+        @DefaultValue("Idempotency-Key") String keyHeader,
+        @DefaultValue("16") int keyMinLength,
+        @DefaultValue("64") int keyMaxLength,
+        @DefaultValue({"POST", "PUT", "PATCH", "DELETE"}) List<String> methods,
+        String tenantHeader,
+        List<String> unorderedArrays,
+        @DefaultValue("200") int replayStatus,
+        @DefaultValue({"Set-Cookie", "Set-Cookie2"}) List<String> neverStoredHeaders,
+        @DefaultValue("2s") Duration inFlightWait,
+        @DefaultValue("60s") Duration inFlightLease,
+        @DefaultValue("24h") Duration retention,
+        @DefaultValue({"401", "403", "408", "425", "429", "503"}) Set<Integer> releaseOnStatus,
+        @DefaultValue("1MB") DataSize maxRequestBytes,
+        @DefaultValue("30s") Duration requestBodyTimeout,
+        @DefaultValue("1MB") DataSize maxStoredResponseBytes,
+        @DefaultValue("1KB") DataSize compressStoredBodiesAbove,
+        @DefaultValue("1s") Duration storeTimeout,
+        @DefaultValue("1s") Duration retryAfter,
+        @DefaultValue("false") boolean upstreamHonoursKey,
+        @DefaultValue("reject") StoreUnavailable storeUnavailable,
+        @DefaultValue("0") int replicaAcks,
+        @DefaultValue("100ms") Duration replicaAckTimeout,
+        @DefaultValue("8") int replicaAckConnections,
+        @DefaultValue ProcessPoll processPoll,
+        @DefaultValue RecordCountSampling recordCounts) {
+
+    public IdempotencyProperties {
+        unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
+        if (replicaAcks < 0 || replicaAckConnections < 1) {
+            throw new IllegalArgumentException("idempotency.replica-acks must be 0 or more and "
+                    + "idempotency.replica-ack-connections 1 or more");
+        }
+        if (replicaAcks > 0 && replicaAckTimeout.compareTo(storeTimeout) >= 0) {
+            throw new IllegalArgumentException("idempotency.replica-ack-timeout (" + replicaAckTimeout + ") must be "
+                    + "shorter than idempotency.store-timeout (" + storeTimeout + "), or every unacknowledged "
+                    + "write would look like an unreachable Redis");
+        }
+    }
+
+    /** What a guarded route does while Redis cannot be reached. */
+    public enum StoreUnavailable {
+        /** Fail closed: 503 with Retry-After, the upstream is not called. */
+        REJECT,
+        /** Pass requests to the upstream unprotected, each one logged and counted. */
+        FORWARD
+    }
+
+    /** How the gateway polls the status of a process that nobody asks about. */
+    public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay) {
+    }
+
+    /**
+     * The periodic count of records by state behind the {@code idempotency.records} gauges. Each sample reads every
+     * record (SCAN plus one HMGET of two fields per record), on each instance where it is enabled.
+     *
+     * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
+     * @param maxRecords   a sample stops (gauges NaN) rather than read more records than this: bounds its cost
+     */
+    public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
+            @DefaultValue("60s") Duration pendingAfter, @DefaultValue("100000") long maxRecords) {
+    }
+}

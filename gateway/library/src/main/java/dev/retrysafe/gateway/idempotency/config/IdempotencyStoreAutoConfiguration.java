@@ -1,0 +1,140 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
+import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.resource.Delay;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
+import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
+import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
+
+/**
+ * The store: the Redis records behind the filter (on the Redis of the standard {@code spring.data.redis.*}
+ * properties), the client settings they need, wake-ups, lease renewals and the store's health.
+ */
+@AutoConfiguration(afterName = {
+        "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+        "org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration"})
+@ConditionalOnClass({GatewayFilterFactory.class, ReactiveRedisConnectionFactory.class})
+@EnableConfigurationProperties({IdempotencyProperties.class, EncryptionProperties.class})
+public class IdempotencyStoreAutoConfiguration {
+
+    /**
+     * Lettuce queues commands while disconnected by default, and would run a reservation long after the client was
+     * told 503: failing fast while Redis is away keeps "refused" meaning "nothing happened". And by default every
+     * reply continues the request's reactive chain on Lettuce's single connection thread, so all guarded requests
+     * would be forwarded and answered from one thread: replies are published on Lettuce's computation threads.
+     */
+    @Bean
+    LettuceClientOptionsBuilderCustomizer idempotencyLettuceOptions() {
+        return options -> options.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .publishOnScheduler(true);
+    }
+
+    /**
+     * Lettuce's default reconnect back-off grows to 30 s, so a Redis that was away for a few seconds could leave
+     * the gateway refusing requests for half a minute after it is back. Capped at 1 s: recovery within seconds.
+     */
+    @Bean
+    ClientResourcesBuilderCustomizer idempotencyFastRedisReconnect() {
+        return resources -> resources.reconnectDelay(
+                Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS));
+    }
+
+    /** Off unless {@code idempotency.encryption.active-key} is set. */
+    @Bean
+    @ConditionalOnMissingBean
+    EncryptionKeys idempotencyEncryptionKeys(EncryptionProperties encryption) {
+        EncryptionKeys keys = encryption.toKeys();
+        if (keys.enabled()) {
+            LoggerFactory.getLogger(IdempotencyStoreAutoConfiguration.class).info("Stored responses are encrypted: {}", keys);
+        }
+        return keys;
+    }
+
+    @Bean
+    SettleSignals idempotencySettleSignals() {
+        return new SettleSignals();
+    }
+
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnMissingBean(IdempotencyStore.class)
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
+            IdempotencyProperties properties, EncryptionKeys encryption) {
+        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
+                replicaAcks(connectionFactory, properties));
+    }
+
+    private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties) {
+        if (properties.replicaAcks() == 0) {
+            return Optional.empty();
+        }
+        if (!(connectionFactory instanceof LettuceConnectionFactory lettuce)) {
+            throw new IllegalStateException("idempotency.replica-acks needs the Lettuce Redis client");
+        }
+        return Optional.of(ReplicaAcks.on(lettuce, properties.replicaAcks(), properties.replicaAckTimeout(),
+                properties.replicaAckConnections()));
+    }
+
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    RedisSettleSubscription idempotencySettleSubscription(ReactiveRedisConnectionFactory connectionFactory,
+            SettleSignals signals) {
+        return new RedisSettleSubscription(connectionFactory, signals);
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    LeaseRenewals idempotencyLeaseRenewals(IdempotencyStore store) {
+        return new LeaseRenewals(store, Duration.ofMillis(50));
+    }
+
+    /**
+     * Health component {@code idempotencyStore}; {@code management.health.idempotency-store.enabled=false} drops
+     * it.
+     */
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnEnabledHealthIndicator("idempotency-store")
+    RedisStoreHealthIndicator idempotencyStoreHealthIndicator(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties) {
+        String whileDown = properties.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD
+                ? "forwarded unprotected, each one logged and counted (idempotency.store-unavailable=forward)"
+                : "refused with 503 and Retry-After, nothing forwarded (idempotency.store-unavailable=reject)";
+        return new RedisStoreHealthIndicator(bytesTemplate(connectionFactory), properties.storeTimeout(), whileDown);
+    }
+
+    static ReactiveRedisTemplate<String, byte[]> bytesTemplate(ReactiveRedisConnectionFactory connections) {
+        RedisSerializationContext<String, byte[]> context = RedisSerializationContext
+                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                .key(RedisSerializer.string())
+                .hashKey(RedisSerializer.string())
+                .build();
+        return new ReactiveRedisTemplate<>(connections, context);
+    }
+}

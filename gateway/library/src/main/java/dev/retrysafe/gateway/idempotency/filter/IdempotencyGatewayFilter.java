@@ -1,0 +1,275 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
+import dev.retrysafe.gateway.idempotency.response.GatewayError;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.key.KeyCheck;
+import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
+import dev.retrysafe.gateway.idempotency.observability.RequestReport;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
+import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
+import java.net.URI;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.cloud.gateway.filter.GatewayFilter;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
+import org.springframework.cloud.gateway.route.Route;
+import org.springframework.cloud.gateway.support.RouteMetadataUtils;
+import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Mono;
+
+/**
+ * The {@code Idempotency} route filter. A request's walk: key check, body read and fingerprint, atomic
+ * reservation, then either the upstream (response streamed to the client and captured, then stored) or an answer
+ * from the store (replay, mismatch, in flight, uncertain). Ordered before {@link NettyWriteResponseFilter} so
+ * that the upstream response passes through the capturing decorator.
+ */
+public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
+    public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
+    private static final Logger log = LoggerFactory.getLogger(IdempotencyGatewayFilter.class);
+
+    private final RoutePolicy policy;
+    private final IdempotencyStore store;
+    private final TenantResolver tenants;
+    private final GatewayResponses responses;
+    private final Clock clock;
+    private final IdempotencyEvents events;
+    private final ProcessWatcher processes;
+    private final LeaseRenewals leases;
+    private final RequestReports reports;
+    private final Optional<Duration> responseTimeout;
+
+    public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
+            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout) {
+        this.policy = policy;
+        this.store = store;
+        this.tenants = tenants;
+        this.clock = clock;
+        this.events = events;
+        this.processes = processes;
+        this.leases = leases;
+        this.reports = reports;
+        this.responseTimeout = responseTimeout;
+        this.responses = new GatewayResponses(clock);
+    }
+
+    @Override
+    public int getOrder() {
+        return ORDER;
+    }
+
+    @Override
+    public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
+        ServerHttpRequest request = exchange.getRequest();
+        if (!policy.guards(request.getMethod().name())) {
+            return chain.filter(exchange);
+        }
+        RequestReport report = reports.start(exchange, route(exchange).map(Route::getId).orElse(""));
+        return guard(exchange, chain, report).doFinally(report::clientSideEnded);
+    }
+
+    private Mono<Void> guard(ServerWebExchange exchange, GatewayFilterChain chain, RequestReport report) {
+        ServerHttpRequest request = exchange.getRequest();
+        KeyCheck check = policy.keyPolicy().check(policy.keyHeader(), request.getHeaders().get(policy.keyHeader()));
+        if (check instanceof KeyCheck.Rejected rejected) {
+            return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+        }
+        IdempotencyKey key = ((KeyCheck.Valid) check).key();
+        if (request.getHeaders().getContentLength() > policy.maxRequestBytes()) {
+            return reject(exchange, report, RequestOutcome.TOO_LARGE,
+                    GatewayError.bodyTooLarge(policy.maxRequestBytes()));
+        }
+        return readBody(request).flatMap(body -> {
+            if (body.refused().isPresent()) {
+                Refusal refusal = body.refused().get();
+                return reject(exchange, report, refusal.outcome(), refusal.error());
+            }
+            // The whole request is here: from now on a client that hangs up cancels nothing. Its request is
+            // reserved, forwarded and settled as if it were still listening, so the record tells what happened.
+            report.detachFromClient();
+            return detached(tenants.resolve(exchange)
+                    .defaultIfEmpty(TenantResolver.ANONYMOUS)
+                    .flatMap(tenant -> guarded(new Guarded(exchange, chain, new IdempotencyScope(tenant,
+                            route(exchange).map(Route::getId).orElse(""), key), OwnerToken.random(),
+                            fingerprint(request, body.bytes()), body.bytes(),
+                            route(exchange).map(Route::getUri).map(URI::toString).orElse(""), report)))
+                    .onErrorResume(TenantRejected.class, e -> reject(exchange, report, RequestOutcome.INVALID_TENANT,
+                            GatewayError.invalidTenant(e.header())))
+                    .doFinally(report::detachedWorkEnded));
+        });
+    }
+
+    /**
+     * Refuses a request before its scope is known. The tenant is still resolved, for the log line only, so that
+     * support can tell one tenant's broken client from a general problem.
+     */
+    private Mono<Void> reject(ServerWebExchange exchange, RequestReport report, RequestOutcome outcome,
+            GatewayError error) {
+        report.outcome(outcome);
+        return tenants.resolve(exchange)
+                .defaultIfEmpty(TenantResolver.ANONYMOUS)
+                .doOnNext(report::tenant)
+                .onErrorResume(e -> Mono.empty())
+                .then(responses.error(exchange, error));
+    }
+
+    /**
+     * Reads the body, holding at most max-request-bytes of it, for at most request-body-timeout: a client that
+     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer. A body
+     * that does not arrive whole and well-framed is a refusal before anything is reserved.
+     */
+    private Mono<RequestBody> readBody(ServerHttpRequest request) {
+        return DataBufferUtils.join(request.getBody(), policy.maxRequestBytes())
+                .timeout(policy.requestBodyTimeout())
+                .map(buffer -> {
+                    try {
+                        byte[] bytes = new byte[buffer.readableByteCount()];
+                        buffer.read(bytes);
+                        return RequestBody.of(bytes);
+                    } finally {
+                        DataBufferUtils.release(buffer);
+                    }
+                })
+                .defaultIfEmpty(RequestBody.of(new byte[0]))
+                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.TOO_LARGE,
+                                GatewayError.bodyTooLarge(policy.maxRequestBytes()))))
+                .onErrorResume(TimeoutException.class, e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.BODY_TIMEOUT,
+                                GatewayError.bodyTimeout(policy.requestBodyTimeout()))))
+                .onErrorResume(MalformedRequestBody.class, e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.MALFORMED_BODY, GatewayError.malformedBody())))
+                // The connection ended mid-body (or any other read failure): nothing was reserved, nothing is sent.
+                .onErrorResume(e -> Mono.just(
+                        RequestBody.refused(RequestOutcome.BODY_INCOMPLETE, GatewayError.bodyIncomplete())));
+    }
+
+    /**
+     * The Content-Type goes to the fingerprinter as sent: parsing it here would turn a malformed one (a client's
+     * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
+     * not JSON, and the upstream judges the request.
+     */
+    private Fingerprint fingerprint(ServerHttpRequest request, byte[] body) {
+        return policy.fingerprinter().fingerprint(request.getMethod().name(), request.getURI().getRawPath(),
+                request.getURI().getRawQuery(), request.getHeaders().getFirst(HttpHeaders.CONTENT_TYPE), body);
+    }
+
+    private static Optional<Route> route(ServerWebExchange exchange) {
+        return Optional.ofNullable(exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR));
+    }
+
+    /** The body as read, or why it was not. */
+    private record RequestBody(byte[] bytes, Optional<Refusal> refused) {
+        static RequestBody of(byte[] bytes) {
+            return new RequestBody(bytes, Optional.empty());
+        }
+
+        static RequestBody refused(RequestOutcome outcome, GatewayError error) {
+            return new RequestBody(new byte[0], Optional.of(new Refusal(outcome, error)));
+        }
+    }
+
+    private record Refusal(RequestOutcome outcome, GatewayError error) {
+    }
+
+    /** One guarded request: its exchange, its scope and what was read of it. */
+    private record Guarded(ServerWebExchange exchange, GatewayFilterChain chain, IdempotencyScope scope,
+            OwnerToken owner, Fingerprint fingerprint, byte[] body, String upstream, RequestReport report) {
+    }
+
+    private Mono<Void> guarded(Guarded request) {
+        request.report().scope(request.scope());
+        return new ReservationLoop(policy, store, clock, request.scope(), request.fingerprint(), request.owner(),
+                request.upstream(), request.report()).answer()
+                .flatMap(answer -> apply(answer, request));
+    }
+
+    /** The one place an answer becomes a response, the report's outcome and, where there is one, an event. */
+    private Mono<Void> apply(Answer answer, Guarded request) {
+        ServerWebExchange exchange = request.exchange();
+        RequestReport report = request.report();
+        if (answer instanceof Answer.Forward) {
+            return new UpstreamExchange(exchange, request.scope(), request.owner(), request.fingerprint(),
+                    request.body(), request.upstream(), report, policy, store, events, processes, leases, responses)
+                    .send(request.chain(), stallLimits(exchange));
+        }
+        if (answer instanceof Answer.Replay replay) {
+            report.outcome(RequestOutcome.REPLAY);
+            return responses.replay(exchange, replay.response())
+                    .onErrorResume(StoredResponseUnreadable.class,
+                            e -> apply(new Answer.ReplayUnreadable(e), request));
+        }
+        if (answer instanceof Answer.Refusal refusal) {
+            report.outcome(refusal.outcome());
+            return responses.error(exchange, refusal.error());
+        }
+        if (answer instanceof Answer.ReplayUnreadable unreadable) {
+            events.replayUnreadable(request.scope(), unreadable.cause());
+            report.outcome(RequestOutcome.REPLAY_UNREADABLE);
+            return responses.error(exchange, GatewayError.replayUnreadable(unreadable.cause().originalStatus()));
+        }
+        Answer.StoreUnavailable unavailable = (Answer.StoreUnavailable) answer;
+        if (policy.forwardWhenStoreUnavailable()) {
+            events.forwardedUnprotected(request.scope(), unavailable.cause());
+            report.outcome(RequestOutcome.FORWARDED_UNPROTECTED);
+            return request.chain().filter(exchange.mutate().request(new CachedBodyRequest(exchange.getRequest(),
+                    request.body(), exchange.getResponse().bufferFactory())).build());
+        }
+        events.storeUnavailable(request.scope(), unavailable.cause());
+        report.outcome(RequestOutcome.STORE_UNAVAILABLE);
+        return responses.error(exchange, GatewayError.storeUnavailable(policy.retryAfter()));
+    }
+
+    /**
+     * How long a forwarded exchange may show no progress before it is abandoned as UNCERTAIN. Awaiting the answer:
+     * the route's response timeout ({@code response-timeout} route metadata, else the gateway-wide
+     * {@code httpclient.response-timeout}) plus one lease, so that Spring Cloud Gateway's own timeout normally ends
+     * it first; without a timeout, no limit. Once the answer is coming: that timeout plus a renewal period, at least
+     * one lease. This bounds what no timeout covers, such as a client that stopped reading.
+     */
+    private UpstreamExchange.StallLimits stallLimits(ServerWebExchange exchange) {
+        Duration lease = policy.inFlightLease();
+        Object routeTimeout = route(exchange).map(r -> r.getMetadata().get(RouteMetadataUtils.RESPONSE_TIMEOUT_ATTR))
+                .orElse(null);
+        Optional<Duration> timeout = routeTimeout instanceof Number millis && millis.longValue() >= 0
+                ? Optional.of(Duration.ofMillis(millis.longValue()))
+                : responseTimeout;
+        if (timeout.isEmpty()) {
+            return new UpstreamExchange.StallLimits(UpstreamExchange.StallLimits.NO_LIMIT, lease);
+        }
+        Duration betweenBytes = timeout.get().plus(lease.dividedBy(3));
+        return new UpstreamExchange.StallLimits(timeout.get().plus(lease),
+                betweenBytes.compareTo(lease) > 0 ? betweenBytes : lease);
+    }
+
+    /**
+     * Runs work to its end even when the exchange is cancelled: neither a client that closes its connection
+     * right after the response (as curl does) nor one that hangs up early may cut short the upstream exchange or
+     * the store call that follows it. The subscriber's context (security context, trace) goes along with it.
+     */
+    static <T> Mono<T> detached(Mono<T> work) {
+        return Mono.deferContextual(context -> Mono.fromFuture(work.contextWrite(context).toFuture(), true));
+    }
+}

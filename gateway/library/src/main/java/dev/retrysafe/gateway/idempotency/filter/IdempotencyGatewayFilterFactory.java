@@ -1,0 +1,199 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
+import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
+import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
+import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.springframework.cloud.gateway.filter.GatewayFilter;
+import org.springframework.cloud.gateway.filter.factory.AbstractGatewayFilterFactory;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * The {@code Idempotency} filter for routes in YAML:
+ * <pre>
+ * filters:
+ *   - name: Idempotency
+ *     args:
+ *       unordered-arrays: integrations,paymentMethods,sites
+ * </pre>
+ * Every arg is optional and falls back to the {@code idempotency.*} property of the same name.
+ */
+public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactory<IdempotencyGatewayFilterFactory.Config> {
+
+    private final RouteDefaults defaults;
+    private final IdempotencyStore store;
+    private final TenantResolver tenants;
+    private final Clock clock;
+    private final IdempotencyEvents events;
+    private final ProcessWatcher processes;
+    private final ProcessStatusObserver statusObserver;
+    private final LeaseRenewals leases;
+    private final RequestReports reports;
+    private final Optional<Duration> responseTimeout;
+
+    /**
+     * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
+     *                        bounds how long a forwarded request may wait for its answer before it is abandoned
+     */
+    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyStore store,
+            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout) {
+        super(Config.class);
+        this.defaults = defaults;
+        this.store = store;
+        this.tenants = tenants;
+        this.clock = clock;
+        this.events = events;
+        this.processes = processes;
+        this.statusObserver = statusObserver;
+        this.leases = leases;
+        this.reports = reports;
+        this.responseTimeout = responseTimeout;
+    }
+
+    @Override
+    public GatewayFilter apply(Config config) {
+        RoutePolicy policy = policy(config);
+        if (config.getRouteId() != null) {
+            policy.processTracking().ifPresent(tracking ->
+                    statusObserver.register(config.getRouteId(), tracking, policy.retention()));
+        }
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
+                responseTimeout);
+    }
+
+    RoutePolicy policy(Config c) {
+        int min = or(c.getKeyMinLength(), defaults.keyMinLength());
+        int max = or(c.getKeyMaxLength(), defaults.keyMaxLength());
+        Set<String> methods = or(c.getMethods(), defaults.methods()).stream()
+                .map(m -> m.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
+        return new RoutePolicy(
+                or(c.getKeyHeader(), defaults.keyHeader()),
+                new KeyPolicy(min, max),
+                methods,
+                new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
+                        or(c.getUnorderedArrays(), defaults.unorderedArrays())))),
+                or(c.getReplayStatus(), defaults.replayStatus()),
+                new StorableHeaders(new LinkedHashSet<>(or(c.getNeverStoredHeaders(), defaults.neverStoredHeaders()))),
+                or(c.getInFlightWait(), defaults.inFlightWait()),
+                or(c.getInFlightLease(), defaults.inFlightLease()),
+                or(c.getRetention(), defaults.retention()),
+                new OutcomePolicy(or(c.getReleaseOnStatus(), defaults.releaseOnStatus())),
+                bytes("max-request-bytes", or(c.getMaxRequestBytes(), defaults.maxRequestBytes())),
+                defaults.requestBodyTimeout(),
+                bytes("max-stored-response-bytes", or(c.getMaxStoredResponseBytes(), defaults.maxStoredResponseBytes())),
+                defaults.storeTimeout(),
+                defaults.retryAfter(),
+                or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
+                processTracking(c),
+                defaults.forwardWhenStoreUnavailable());
+    }
+
+    private static Optional<ProcessTracking> processTracking(Config c) {
+        if (c.getProcessStatusUri() == null) {
+            return Optional.empty();
+        }
+        return Optional.of(new ProcessTracking(c.getProcessStatusUri(),
+                or(c.getProcessIdPointer(), "/processId"),
+                or(c.getProcessStatusPointer(), "/status"),
+                new LinkedHashSet<>(or(c.getProcessTerminalValues(), List.of("COMPLETED", "FAILED"))),
+                or(c.getProcessMaxRetention(), Duration.ofDays(7))));
+    }
+
+    private static int bytes(String name, DataSize size) {
+        if (size.toBytes() > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(name + " must be below 2 GB, was " + size);
+        }
+        return (int) size.toBytes();
+    }
+
+    private static <T> T or(T routeValue, T defaultValue) {
+        return routeValue != null ? routeValue : defaultValue;
+    }
+
+    /** Route args; null means "use the {@code idempotency.*} default". */
+    public static class Config implements org.springframework.cloud.gateway.support.HasRouteId {
+        private String routeId;
+        private String keyHeader;
+        private Integer keyMinLength;
+        private Integer keyMaxLength;
+        private List<String> methods;
+        private List<String> unorderedArrays;
+        private Integer replayStatus;
+        private List<String> neverStoredHeaders;
+        private Duration inFlightWait;
+        private Duration inFlightLease;
+        private Duration retention;
+        private Set<Integer> releaseOnStatus;
+        private DataSize maxRequestBytes;
+        private DataSize maxStoredResponseBytes;
+        private Boolean upstreamHonoursKey;
+        private String processStatusUri;
+        private String processIdPointer;
+        private String processStatusPointer;
+        private List<String> processTerminalValues;
+        private Duration processMaxRetention;
+
+        @Override
+        public void setRouteId(String routeId) { this.routeId = routeId; }
+        @Override
+        public String getRouteId() { return routeId; }
+        public Boolean getUpstreamHonoursKey() { return upstreamHonoursKey; }
+        public void setUpstreamHonoursKey(Boolean upstreamHonoursKey) { this.upstreamHonoursKey = upstreamHonoursKey; }
+        public String getProcessStatusUri() { return processStatusUri; }
+        public void setProcessStatusUri(String processStatusUri) { this.processStatusUri = processStatusUri; }
+        public String getProcessIdPointer() { return processIdPointer; }
+        public void setProcessIdPointer(String processIdPointer) { this.processIdPointer = processIdPointer; }
+        public String getProcessStatusPointer() { return processStatusPointer; }
+        public void setProcessStatusPointer(String processStatusPointer) { this.processStatusPointer = processStatusPointer; }
+        public List<String> getProcessTerminalValues() { return processTerminalValues; }
+        public void setProcessTerminalValues(List<String> processTerminalValues) { this.processTerminalValues = processTerminalValues; }
+        public Duration getProcessMaxRetention() { return processMaxRetention; }
+        public void setProcessMaxRetention(Duration processMaxRetention) { this.processMaxRetention = processMaxRetention; }
+
+        public String getKeyHeader() { return keyHeader; }
+        public void setKeyHeader(String keyHeader) { this.keyHeader = keyHeader; }
+        public Integer getKeyMinLength() { return keyMinLength; }
+        public void setKeyMinLength(Integer keyMinLength) { this.keyMinLength = keyMinLength; }
+        public Integer getKeyMaxLength() { return keyMaxLength; }
+        public void setKeyMaxLength(Integer keyMaxLength) { this.keyMaxLength = keyMaxLength; }
+        public List<String> getMethods() { return methods; }
+        public void setMethods(List<String> methods) { this.methods = methods; }
+        public List<String> getUnorderedArrays() { return unorderedArrays; }
+        public void setUnorderedArrays(List<String> unorderedArrays) { this.unorderedArrays = unorderedArrays; }
+        public Integer getReplayStatus() { return replayStatus; }
+        public void setReplayStatus(Integer replayStatus) { this.replayStatus = replayStatus; }
+        public List<String> getNeverStoredHeaders() { return neverStoredHeaders; }
+        public void setNeverStoredHeaders(List<String> neverStoredHeaders) { this.neverStoredHeaders = neverStoredHeaders; }
+        public Duration getInFlightWait() { return inFlightWait; }
+        public void setInFlightWait(Duration inFlightWait) { this.inFlightWait = inFlightWait; }
+        public Duration getInFlightLease() { return inFlightLease; }
+        public void setInFlightLease(Duration inFlightLease) { this.inFlightLease = inFlightLease; }
+        public Duration getRetention() { return retention; }
+        public void setRetention(Duration retention) { this.retention = retention; }
+        public Set<Integer> getReleaseOnStatus() { return releaseOnStatus; }
+        public void setReleaseOnStatus(Set<Integer> releaseOnStatus) { this.releaseOnStatus = releaseOnStatus; }
+        public DataSize getMaxRequestBytes() { return maxRequestBytes; }
+        public void setMaxRequestBytes(DataSize maxRequestBytes) { this.maxRequestBytes = maxRequestBytes; }
+        public DataSize getMaxStoredResponseBytes() { return maxStoredResponseBytes; }
+        public void setMaxStoredResponseBytes(DataSize maxStoredResponseBytes) { this.maxStoredResponseBytes = maxStoredResponseBytes; }
+    }
+}

@@ -1,0 +1,136 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.decision.Decision;
+import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
+import dev.retrysafe.gateway.idempotency.observability.RequestReport;
+import dev.retrysafe.gateway.idempotency.response.GatewayError;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
+import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Optional;
+import reactor.core.publisher.Mono;
+
+/**
+ * Reserve, and while another request holds the scope, wait for it and ask again: the loop that turns one guarded
+ * request into one {@link Answer}. It writes nothing; the filter applies the answer.
+ */
+final class ReservationLoop {
+    private final RoutePolicy policy;
+    private final IdempotencyStore store;
+    private final Clock clock;
+    private final IdempotencyScope scope;
+    private final Fingerprint fingerprint;
+    private final OwnerToken owner;
+    private final String upstream;
+    private final RequestReport report;
+    private final long waitDeadline;
+
+    ReservationLoop(RoutePolicy policy, IdempotencyStore store, Clock clock, IdempotencyScope scope,
+            Fingerprint fingerprint, OwnerToken owner, String upstream, RequestReport report) {
+        this.policy = policy;
+        this.store = store;
+        this.clock = clock;
+        this.scope = scope;
+        this.fingerprint = fingerprint;
+        this.owner = owner;
+        this.upstream = upstream;
+        this.report = report;
+        this.waitDeadline = clock.millis() + policy.inFlightWait().toMillis();
+    }
+
+    Mono<Answer> answer() {
+        return reserve().flatMap(this::answer)
+                // Processed once already: never sent again, and not a fault the client can retry away.
+                .onErrorResume(StoredResponseUnreadable.class, e -> Mono.just(new Answer.ReplayUnreadable(e)))
+                .onErrorResume(Unreachable.class, e -> Mono.just(new Answer.StoreUnavailable(e.getCause())));
+    }
+
+    private Mono<Reservation> reserve() {
+        ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
+                policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey());
+        return store.reserve(request)
+                .timeout(policy.storeTimeout())
+                .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), Unreachable::new);
+    }
+
+    private Mono<Answer> answer(Reservation reservation) {
+        if (!(reservation instanceof Reservation.Taken taken)) {
+            return Mono.just(new Answer.Forward());
+        }
+        Decision decision = Decision.against(taken.existing(), fingerprint);
+        if (decision instanceof Decision.Replay replay) {
+            ReplayResponse response = ReplayResponse.of(replay.response(), policy.replayStatus(),
+                    replay.processEnded());
+            // One HTTP cannot carry (Netty would refuse it halfway, a 5xx on every retry): processed once, its
+            // replay lost, never sent again.
+            Optional<String> unwritable = response.unwritable();
+            return Mono.just(unwritable.isPresent()
+                    ? new Answer.ReplayUnreadable(new StoredResponseUnreadable(response.originalStatus(),
+                            unwritable.get()))
+                    : new Answer.Replay(response));
+        }
+        if (decision instanceof Decision.ReplayUnavailable unavailable) {
+            return refuse(RequestOutcome.REPLAY_UNAVAILABLE, GatewayError.replayUnavailable(
+                    unavailable.originalStatus(), policy.maxStoredResponseBytes()));
+        }
+        if (decision instanceof Decision.PayloadMismatch) {
+            return refuse(RequestOutcome.MISMATCH, GatewayError.payloadMismatch());
+        }
+        if (decision instanceof Decision.Uncertain) {
+            return refuse(RequestOutcome.UNCERTAIN, GatewayError.uncertainRetry(policy.retryAfter()));
+        }
+        return awaitSettle();
+    }
+
+    /**
+     * Waits, holding no thread, for the in-flight request to be settled, then asks again. The waiter is registered
+     * before the second look, so a settle between the two cannot be missed.
+     */
+    private Mono<Answer> awaitSettle() {
+        Duration left = remainingWait();
+        if (left.toMillis() <= 0) {
+            return refuse(RequestOutcome.IN_FLIGHT_CONFLICT, GatewayError.stillInFlight(policy.retryAfter()));
+        }
+        SettleWaiter waiter = store.awaitSettle(scope);
+        return reserve()
+                .flatMap(reservation -> stillInFlight(reservation)
+                        ? waitFor(waiter, left).then(Mono.defer(() -> reserve().flatMap(this::answer)))
+                        : answer(reservation))
+                .doFinally(signal -> waiter.close());
+    }
+
+    private Mono<Void> waitFor(SettleWaiter waiter, Duration left) {
+        return Mono.defer(() -> {
+            Runnable waiting = report.waiting();
+            return waiter.settled().timeout(left, Mono.empty()).doFinally(signal -> waiting.run());
+        });
+    }
+
+    private boolean stillInFlight(Reservation reservation) {
+        return reservation instanceof Reservation.Taken taken
+                && Decision.against(taken.existing(), fingerprint) instanceof Decision.InFlight;
+    }
+
+    private Duration remainingWait() {
+        return Duration.ofMillis(Math.max(0, waitDeadline - clock.millis()));
+    }
+
+    private static Mono<Answer> refuse(RequestOutcome outcome, GatewayError error) {
+        return Mono.just(new Answer.Refusal(outcome, error));
+    }
+
+    /** The store could not be asked (an error or no answer within store-timeout). */
+    private static final class Unreachable extends RuntimeException {
+        Unreachable(Throwable cause) {
+            super(cause);
+        }
+    }
+}

@@ -1,0 +1,29 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * What an {@code Idempotency} route gets for every arg it does not set: plain values, built by the
+ * auto-configuration from the {@code idempotency.*} properties, so that the filter never sees the property tree
+ * (as Spring Cloud Gateway's cache filter receives its defaults). The last four have no route arg: they are
+ * gateway-wide.
+ *
+ * @param forwardWhenStoreUnavailable {@code idempotency.store-unavailable=forward}: forward unguarded when Redis
+ *                                    cannot be reached, instead of answering 503
+ */
+public record RouteDefaults(String keyHeader, int keyMinLength, int keyMaxLength, List<String> methods,
+        List<String> unorderedArrays, int replayStatus, List<String> neverStoredHeaders, Duration inFlightWait,
+        Duration inFlightLease, Duration retention, Set<Integer> releaseOnStatus, DataSize maxRequestBytes,
+        DataSize maxStoredResponseBytes, boolean upstreamHonoursKey, Duration requestBodyTimeout,
+        Duration storeTimeout, Duration retryAfter, boolean forwardWhenStoreUnavailable) {
+
+    public RouteDefaults {
+        methods = List.copyOf(methods);
+        unorderedArrays = List.copyOf(unorderedArrays);
+        neverStoredHeaders = List.copyOf(neverStoredHeaders);
+        releaseOnStatus = Set.copyOf(releaseOnStatus);
+    }
+}

@@ -1,0 +1,345 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
+import dev.retrysafe.gateway.idempotency.response.GatewayError;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
+import dev.retrysafe.gateway.idempotency.observability.RequestReport;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import java.net.ConnectException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.server.ResponseStatusException;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.util.retry.Retry;
+
+/**
+ * One reserved request's exchange with the upstream, from the reservation to the one store call that settles it.
+ * <pre>
+ * RESERVED -> SENDING -> ANSWERED -> STORED       the final answer's body ended: stored for replay
+ *                 |           '----> UNCERTAIN    its body broke off, or the exchange stalled
+ *                 |---------------> RELEASED      never sent (connection refused), not a result, or no answer
+ *                 '---------------> UNCERTAIN     sent, then a timeout, a broken connection or a stall
+ * </pre>
+ * Every transition is one method; the terminal ones race through one compare-and-set, so whatever happens
+ * (a client that hangs up, an upstream that breaks, the stall watchdog firing at the same moment) exactly one
+ * store call settles the record. The exchange runs detached from the client: a client that goes away after its
+ * request's last byte does not cancel it. While it lasts, its lease is renewed, as long as it shows progress.
+ */
+final class UpstreamExchange {
+    private static final Logger log = LoggerFactory.getLogger(UpstreamExchange.class);
+
+    enum State {
+        RESERVED, SENDING, ANSWERED, STORED, RELEASED, UNCERTAIN;
+
+        boolean terminal() {
+            return this == STORED || this == RELEASED || this == UNCERTAIN;
+        }
+    }
+
+    private final ServerWebExchange exchange;
+    private final IdempotencyScope scope;
+    private final OwnerToken owner;
+    private final Fingerprint fingerprint;
+    private final byte[] body;
+    private final String upstream;
+    private final RequestReport report;
+    private final RoutePolicy policy;
+    private final IdempotencyStore store;
+    private final IdempotencyEvents events;
+    private final ProcessWatcher processes;
+    private final LeaseRenewals leases;
+    private final GatewayResponses responses;
+    private final AtomicReference<State> state = new AtomicReference<>(State.RESERVED);
+    private final Sinks.Empty<Void> settled = Sinks.empty();
+    private final Sinks.Empty<Void> stalled = Sinks.empty();
+    private volatile long lastProgressNanos = System.nanoTime();
+
+    UpstreamExchange(ServerWebExchange exchange, IdempotencyScope scope, OwnerToken owner, Fingerprint fingerprint,
+            byte[] body, String upstream, RequestReport report, RoutePolicy policy, IdempotencyStore store,
+            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, GatewayResponses responses) {
+        this.exchange = exchange;
+        this.scope = scope;
+        this.owner = owner;
+        this.fingerprint = fingerprint;
+        this.body = body;
+        this.upstream = upstream;
+        this.report = report;
+        this.policy = policy;
+        this.store = store;
+        this.events = events;
+        this.processes = processes;
+        this.leases = leases;
+        this.responses = responses;
+    }
+
+    /**
+     * How long an exchange may show no progress. Awaiting the answer's head, a live but slow upstream is waited for
+     * as long as the route's response timeout allows ({@link #NO_LIMIT} without one, as Spring Cloud Gateway
+     * itself waits); once the answer is coming, its bytes must keep coming.
+     */
+    record StallLimits(Duration awaitingAnswer, Duration betweenAnswerBytes) {
+        static final Duration NO_LIMIT = Duration.ofNanos(Long.MAX_VALUE);
+    }
+
+    State state() {
+        return state.get();
+    }
+
+    /** Completes once the exchange is settled: stored, released or marked uncertain. */
+    Mono<Void> settled() {
+        return settled.asMono();
+    }
+
+    /**
+     * RESERVED -> SENDING: forwards the request and ends when the client has its answer and the record is settled.
+     *
+     * @param stallLimits how long the exchange may go without progress before it is abandoned and marked UNCERTAIN
+     */
+    Mono<Void> send(GatewayFilterChain chain, StallLimits stallLimits) {
+        if (!state.compareAndSet(State.RESERVED, State.SENDING)) {
+            return Mono.error(new IllegalStateException("An upstream exchange is sent once, was " + state.get()));
+        }
+        CachedBodyRequest request = new CachedBodyRequest(exchange.getRequest(), body,
+                exchange.getResponse().bufferFactory());
+        CapturingResponse response = new CapturingResponse(exchange.getResponse(), policy.maxStoredResponseBytes(),
+                this);
+        ServerWebExchange forwarded = exchange.mutate().request(request).response(response).build();
+        Mono<Void> upstreamCall = chain.filter(forwarded)
+                .then(Mono.defer(this::chainEnded))
+                .onErrorResume(this::failed);
+        Mono<Void> abandoned = stalled.asMono().then(Mono.defer(this::answerStall));
+        return Mono.defer(() -> {
+            progress();
+            Runnable forwarding = report.forwarding();
+            LeaseRenewals.Hold lease = leases.hold(scope, owner, policy.inFlightLease(), policy.storeTimeout(),
+                    new LeaseRenewals.Watch(() -> lastProgressNanos,
+                            () -> state.get() == State.SENDING ? stallLimits.awaitingAnswer()
+                                    : stallLimits.betweenAnswerBytes(), this::stall));
+            // The first to end wins: a stalled exchange is cancelled (SCG closes its upstream connection).
+            return Mono.firstWithSignal(upstreamCall, abandoned).doFinally(signal -> {
+                lease.release();
+                forwarding.run();
+                report.upstreamExchangeEnded();
+            });
+        });
+    }
+
+    /** Something moved: bytes of the answer arrived. Keeps the stall watchdog away. */
+    void progress() {
+        lastProgressNanos = System.nanoTime();
+    }
+
+    /**
+     * SENDING -> ANSWERED, or -> RELEASED when the status is not a result (release-on-status): then the release
+     * is done before the answer is passed on, so that a retry right after it finds the key free.
+     *
+     * @return whether the answer is a result to capture and store
+     */
+    boolean answered(int status) {
+        progress();
+        report.upstreamAnswered(status);
+        if (!policy.outcomePolicy().isFinal(status)) {
+            settle(State.RELEASED, () -> {
+                report.outcome(RequestOutcome.RELEASED);
+                return release();
+            });
+            return false;
+        }
+        return state.compareAndSet(State.SENDING, State.ANSWERED) || state.get() == State.ANSWERED;
+    }
+
+    /** ANSWERED -> STORED: the whole body came from the upstream. */
+    void bodyEnded(int status, List<ResponseHeader> headers, byte[] responseBody, boolean bodyOmitted) {
+        settle(State.STORED, () -> {
+            report.outcome(RequestOutcome.FIRST);
+            return complete(status, headers, responseBody, bodyOmitted);
+        });
+    }
+
+    /** ANSWERED -> UNCERTAIN: the body broke off. */
+    void bodyBroke(Throwable cause, long bytesSeen) {
+        settle(State.UNCERTAIN, () -> {
+            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
+            return markUncertain("the response broke off after " + bytesSeen + " body bytes"
+                    + (cause == null ? "" : ": " + cause));
+        });
+    }
+
+    /** The filter chain ended. Without any answer (a later filter answered on its own) there is no result. */
+    private Mono<Void> chainEnded() {
+        settle(State.RELEASED, () -> {
+            report.outcome(RequestOutcome.RELEASED);
+            return release();
+        });
+        return settled();
+    }
+
+    /** The chain failed: before an answer this is the upstream call failing, sent or not. */
+    private Mono<Void> failed(Throwable error) {
+        State now = state.get();
+        if (now == State.ANSWERED || exchange.getResponse().isCommitted()) {
+            return settled().then(Mono.error(error));
+        }
+        if (neverSent(error)) {
+            if (!settle(State.RELEASED, () -> {
+                events.upstreamUnreachable(scope, error);
+                report.outcome(RequestOutcome.UPSTREAM_UNREACHABLE);
+                return release();
+            })) {
+                return settled().then(Mono.error(error));
+            }
+            return settled().then(responses.error(exchange, GatewayError.upstreamUnreachable(policy.retryAfter())));
+        }
+        boolean timedOut = timedOut(error);
+        String reason = timedOut
+                ? "no response within the gateway's response timeout after the request was sent"
+                : "connection failed after the request was sent, before a response: " + error;
+        if (!settle(State.UNCERTAIN, () -> {
+            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
+            return markUncertain(reason);
+        })) {
+            return settled().then(Mono.error(error));
+        }
+        return settled().then(responses.error(exchange,
+                timedOut ? GatewayError.outcomeUnknownTimeout() : GatewayError.outcomeUnknownBroken()));
+    }
+
+    /** Called by the lease watchdog: no progress within the stall limit. SENDING/ANSWERED -> UNCERTAIN. */
+    private void stall(Duration quietFor) {
+        if (settle(State.UNCERTAIN, () -> {
+            report.outcome(RequestOutcome.OUTCOME_UNKNOWN);
+            return markUncertain("the upstream exchange made no progress for " + quietFor.toMillis()
+                    + " ms after the request was handed to the upstream; abandoned");
+        }) || state.get().terminal()) {
+            // Also when already settled: an exchange stuck after its store call (a write to a client that is
+            // gone) must still end, or it holds memory and the in-flight gauge forever.
+            stalled.tryEmitEmpty();
+        }
+    }
+
+    private Mono<Void> answerStall() {
+        if (exchange.getResponse().isCommitted()) {
+            // Part of an answer went out: the client must see it broken, not short.
+            return settled().then(Mono.error(new TimeoutException("upstream exchange stalled")));
+        }
+        return settled().then(responses.error(exchange, GatewayError.outcomeUnknownTimeout()));
+    }
+
+    /**
+     * Moves to a terminal state and runs its one store call, unless another path settled first.
+     *
+     * @return whether this call settled the exchange
+     */
+    private boolean settle(State terminal, Supplier<Mono<Void>> storeCall) {
+        State now;
+        do {
+            now = state.get();
+            if (now.terminal()) {
+                return false;
+            }
+        } while (!state.compareAndSet(now, terminal));
+        Mono<Void> call;
+        try {
+            call = storeCall.get();
+        } catch (RuntimeException e) {
+            call = Mono.error(e);
+        }
+        call.onErrorResume(e -> {
+            log.error("Settling scope {} as {} failed: {}", scope.hash(), terminal, e.toString());
+            return Mono.empty();
+        }).doFinally(signal -> settled.tryEmitEmpty()).subscribe();
+        return true;
+    }
+
+    private Mono<Void> complete(int status, List<ResponseHeader> headers, byte[] responseBody, boolean bodyOmitted) {
+        StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers), responseBody,
+                bodyOmitted);
+        Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
+        String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
+                .findFirst().orElse(null);
+        Optional<String> unfinishedProcess = tracking.flatMap(t -> t.unfinishedProcess(encoding, responseBody));
+        Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
+        Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
+        return store.complete(completion)
+                .timeout(policy.storeTimeout())
+                .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
+                .doOnNext(result -> events.stored(scope, status, result))
+                .flatMap(result -> result != CompletionResult.NOT_OWNER && unfinishedProcess.isPresent()
+                        ? processes.watch(scope, unfinishedProcess.get(), tracking.get(), upstream,
+                                policy.retention()).thenReturn(result)
+                        : Mono.just(result))
+                .onErrorResume(e -> {
+                    events.storeLost(scope, status, e);
+                    return Mono.just(CompletionResult.NOT_OWNER);
+                })
+                .then();
+    }
+
+    private Mono<Void> markUncertain(String reason) {
+        return store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
+                .timeout(policy.storeTimeout())
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+                .doOnNext(result -> events.markedUncertain(scope, reason, result))
+                .onErrorResume(e -> {
+                    log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
+                            + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
+                    return Mono.empty();
+                })
+                .then();
+    }
+
+    private Mono<Void> release() {
+        return store.release(scope, owner)
+                .timeout(policy.storeTimeout())
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+                .doOnNext(result -> events.released(scope, result))
+                .onErrorResume(e -> {
+                    log.warn("Reservation for scope {} could not be released ({}); it lapses after {}",
+                            scope.hash(), e.toString(), policy.inFlightLease());
+                    return Mono.empty();
+                })
+                .then();
+    }
+
+    /** The request never left the gateway: connection refused, unknown host. */
+    static boolean neverSent(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (cause instanceof ConnectException || cause instanceof UnknownHostException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static boolean timedOut(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (cause instanceof TimeoutException || (cause instanceof ResponseStatusException status
+                    && status.getStatusCode().value() == HttpStatus.GATEWAY_TIMEOUT.value())) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,116 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import java.util.Base64;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.annotation.ImportCandidates;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration;
+import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
+import reactor.core.publisher.Mono;
+
+/** An existing gateway application gets the filter from the module's auto-configuration alone. */
+class IdempotencyAutoConfigurationTest {
+    static final String KEY = Base64.getEncoder().encodeToString(new byte[32]);
+    final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
+                    DataRedisReactiveAutoConfiguration.class, IdempotencyStoreAutoConfiguration.class,
+                    IdempotencyObservabilityAutoConfiguration.class, IdempotencyOperatorAutoConfiguration.class,
+                    IdempotencyFilterAutoConfiguration.class));
+
+    @Test
+    void isRegisteredForAutoConfiguration() {
+        assertThat(ImportCandidates.load(AutoConfiguration.class, getClass().getClassLoader()).getCandidates())
+                .contains(IdempotencyStoreAutoConfiguration.class.getName(),
+                        IdempotencyObservabilityAutoConfiguration.class.getName(),
+                        IdempotencyOperatorAutoConfiguration.class.getName(),
+                        IdempotencyFilterAutoConfiguration.class.getName());
+    }
+
+    @Test
+    void providesTheFilterFactoryTheStoreAndTheTenantResolver() {
+        runner.run(context -> {
+            assertThat(context).hasSingleBean(IdempotencyGatewayFilterFactory.class);
+            assertThat(context).hasSingleBean(IdempotencyStore.class);
+            assertThat(context).hasSingleBean(TenantResolver.class);
+            assertThat(context.getBean(IdempotencyGatewayFilterFactory.class).name()).isEqualTo("Idempotency");
+        });
+    }
+
+    @Test
+    void anApplicationTenantResolverReplacesTheDefault() {
+        TenantResolver custom = exchange -> Mono.just("custom");
+        runner.withBean(TenantResolver.class, () -> custom).run(context ->
+                assertThat(context.getBean(TenantResolver.class)).isSameAs(custom));
+    }
+
+    @Test
+    void routeArgsAreValidatedAtStartup() {
+        runner.withPropertyValues("idempotency.replay-status=302").run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> factory.apply(new IdempotencyGatewayFilterFactory.Config()))
+                    .hasMessageContaining("replay-status");
+        });
+    }
+
+    @Test
+    void replicaAcksAreRefusedOnRedisClusterWithAClearMessage() {
+        runner.withPropertyValues("idempotency.replica-acks=1",
+                "spring.data.redis.cluster.nodes=127.0.0.1:7000,127.0.0.1:7001").run(context ->
+                assertThat(context).getFailure().rootCause()
+                        .hasMessageContaining("idempotency.replica-acks is not available with Redis Cluster"));
+    }
+
+    @Test
+    void aReplicaAckTimeoutNotShorterThanTheStoreTimeoutIsRefused() {
+        runner.withPropertyValues("idempotency.replica-acks=1", "idempotency.replica-ack-timeout=2s",
+                "idempotency.store-timeout=1s").run(context ->
+                assertThat(context).getFailure().rootCause()
+                        .hasMessageContaining("idempotency.replica-ack-timeout (PT2S) must be shorter"));
+    }
+
+    @Test
+    void replicaAcksOnStandaloneRedisStartWithoutConnecting() {
+        runner.withPropertyValues("idempotency.replica-acks=1", "spring.data.redis.port=1").run(context ->
+                assertThat(context).hasNotFailed().hasSingleBean(IdempotencyStore.class));
+    }
+
+    @Test
+    void storedResponsesAreNotEncryptedByDefault() {
+        runner.run(context -> assertThat(context.getBean(EncryptionKeys.class).enabled()).isFalse());
+    }
+
+    @Test
+    void anActiveKeyTurnsEncryptionOn() {
+        runner.withPropertyValues("idempotency.encryption.keys.k2026=" + KEY, "idempotency.encryption.active-key=k2026")
+                .run(context -> assertThat(context.getBean(EncryptionKeys.class).enabled()).isTrue());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', quoteCharacter = '"', value = {
+            "idempotency.encryption.keys.k1=c2hvcnQ=,idempotency.encryption.active-key=k1 | 'k1' must be a 256-bit AES key",
+            "idempotency.encryption.keys.k1=%%%%,idempotency.encryption.active-key=k1 | 'k1' is not valid base64",
+            "idempotency.encryption.keys.k1=KEY,idempotency.encryption.active-key=k2 | 'k2' is not one of the configured keys",
+            "idempotency.encryption.keys.k1=KEY | no active key",
+            "idempotency.encryption.active-key=k1 | no keys are configured"})
+    void faultyEncryptionSettingsFailTheStartupWithAMessageNamingThem(String properties, String expected) {
+        runner.withPropertyValues(properties.replace("KEY", KEY).split(",")).run(context -> {
+            assertThat(context).hasFailed();
+            StringBuilder messages = new StringBuilder();
+            for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
+                messages.append(t.getMessage()).append('\n');
+            }
+            assertThat(messages.toString()).contains("idempotency.encryption")
+                    .contains(expected);
+        });
+    }
+}

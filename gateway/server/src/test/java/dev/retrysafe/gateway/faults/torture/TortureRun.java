@@ -1,0 +1,223 @@
+package dev.retrysafe.gateway.faults.torture;
+
+import dev.retrysafe.gateway.faults.torture.RecordingUpstream.Receipt;
+import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
+import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
+import dev.retrysafe.gateway.idempotency.operator.RecordView;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.scale.Gateways;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import org.springframework.context.ConfigurableApplicationContext;
+import reactor.core.publisher.Flux;
+
+/**
+ * One torture run: its own Redis, the recording upstream and a real gateway with short timeouts, so that every
+ * exchange ends within the run; randomized exchanges from the seed on a pool of client threads; then a bounded wait
+ * for in-flight exchanges to settle, and the invariants over the records, the upstream log and what clients got.
+ */
+final class TortureRun implements AutoCloseable {
+    static final String ROUTE_ID = "onboarding";
+    static final Duration LEASE = Duration.ofSeconds(2);
+    static final Duration RESPONSE_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration REQUEST_BODY_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration IN_FLIGHT_WAIT = Duration.ofMillis(1500);
+    /** Ticks of the lease ticker and a loaded 2-core machine, on top of lease + response timeout. */
+    static final Duration SETTLE_SLACK = Duration.ofSeconds(3);
+
+    private final TortureSettings settings;
+    private final EmbeddedRedisServer redis;
+    private final RecordingUpstream upstream;
+    private final WireClient client;
+    private volatile ConfigurableApplicationContext gateway;
+    private volatile int port;
+    private final AtomicInteger finished = new AtomicInteger();
+    /** Closed while the gateway restarts: exchanges not yet begun wait; those under way meet the closed port. */
+    private volatile CountDownLatch gatewayUp = new CountDownLatch(0);
+
+    TortureRun(TortureSettings settings) throws Exception {
+        this.settings = settings;
+        redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
+        redis.start();
+        upstream = new RecordingUpstream(Duration.ofMillis(300));
+        startGateway();
+        client = new WireClient(() -> port, Duration.ofSeconds(15), REQUEST_BODY_TIMEOUT.multipliedBy(3).dividedBy(2));
+    }
+
+    private void startGateway() {
+        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), Map.of(
+                "spring.data.redis.host", "127.0.0.1",
+                "spring.data.redis.port", String.valueOf(redis.port()),
+                "idempotency.in-flight-lease", LEASE.toMillis() + "ms",
+                "idempotency.in-flight-wait", IN_FLIGHT_WAIT.toMillis() + "ms",
+                "idempotency.request-body-timeout", REQUEST_BODY_TIMEOUT.toMillis() + "ms",
+                "spring.cloud.gateway.server.webflux.httpclient.response-timeout", RESPONSE_TIMEOUT.toMillis() + "ms",
+                "idempotency.record-counts.enabled", "false",
+                // One line per request at INFO would drown the report; warnings and errors still show.
+                "logging.level.dev.retrysafe.gateway.idempotency", "WARN"));
+        port = gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
+    }
+
+    /** Runs every exchange, lets the gateway settle, checks; the report says what held. */
+    TortureReport run() throws Exception {
+        long started = System.nanoTime();
+        List<KeyHistory> histories = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(settings.threads());
+        boolean restarted = false;
+        try {
+            List<Future<KeyHistory>> running = new ArrayList<>();
+            for (int i = 0; i < settings.exchanges(); i++) {
+                int index = i;
+                running.add(pool.submit(() -> exchange(index)));
+            }
+            int tenth = Math.max(1, settings.exchanges() / 10);
+            for (Future<KeyHistory> exchange : running) {
+                histories.add(exchange.get());
+                if (histories.size() % tenth == 0) {
+                    System.out.printf("Wire torture: %d of %d exchanges, %d s%n", histories.size(),
+                            settings.exchanges(), Duration.ofNanos(System.nanoTime() - started).toSeconds());
+                }
+                if (settings.restart() && !restarted && finished.get() >= settings.exchanges() / 2) {
+                    restarted = true;
+                    gatewayUp = new CountDownLatch(1);
+                    gateway.close();
+                    startGateway();
+                    gatewayUp.countDown();
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        Duration ran = Duration.ofNanos(System.nanoTime() - started);
+        long settleStarted = System.nanoTime();
+        Map<String, RecordView> records = settle(histories);
+        Duration settling = Duration.ofNanos(System.nanoTime() - settleStarted);
+
+        Map<String, List<Receipt>> receipts = upstream.receipts().stream()
+                .filter(r -> r.key != null).collect(Collectors.groupingBy(r -> r.key));
+        InvariantChecker checker = new InvariantChecker();
+        for (KeyHistory history : histories) {
+            checker.check(history, records.get(history.key()), receipts.getOrDefault(history.key(), List.of()));
+        }
+        checker.checkGauge(inFlightGauge());
+        return new TortureReport(settings, histories, records, upstream.receipts(), checker, ran, settling, restarted);
+    }
+
+    private KeyHistory exchange(int index) throws InterruptedException {
+        gatewayUp.await();
+        try {
+            Random random = new Random(settings.seed() * 1_000_003L + index);
+            String key = String.format("torture-%016x-%07d", settings.seed(), index);
+            ClientFault fault = pick(settings.clientFaults(), random);
+            UpstreamFault answer = settings.upstreamFaults().contains(UpstreamFault.NORMAL) && random.nextBoolean()
+                    ? UpstreamFault.NORMAL : pick(settings.upstreamFaults(), random);
+            upstream.answer(key, answer);
+            byte[] body = body(key, 0, random);
+            List<Attempt> attempts = new ArrayList<>();
+            if (fault == ClientFault.DUPLICATES_SAME_BODY || fault == ClientFault.DUPLICATES_DIFFERENT_BODIES) {
+                attempts.addAll(duplicates(key, body, fault, random));
+            } else {
+                attempts.add(client.send(key, body, fault, random));
+            }
+            if (random.nextBoolean()) {
+                attempts.add(client.send(key, body, ClientFault.CLEAN, random)); // the client's correct retry
+            }
+            return new KeyHistory(key, fault, answer, attempts);
+        } finally {
+            finished.incrementAndGet();
+        }
+    }
+
+    /** Two or three clients at once with the same key, on threads of their own so they really overlap. */
+    private List<Attempt> duplicates(String key, byte[] body, ClientFault fault, Random random) {
+        int count = 2 + random.nextInt(2);
+        List<Attempt> attempts = Collections.synchronizedList(new ArrayList<>());
+        List<Thread> clients = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            byte[] own = fault == ClientFault.DUPLICATES_DIFFERENT_BODIES && i > 0 ? body(key, i, random) : body;
+            Random ownRandom = new Random(random.nextLong());
+            clients.add(new Thread(() -> attempts.add(relabel(client.send(key, own, ClientFault.CLEAN, ownRandom),
+                    fault)), "torture-duplicate"));
+        }
+        clients.forEach(Thread::start);
+        for (Thread duplicate : clients) {
+            try {
+                duplicate.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return new ArrayList<>(attempts);
+    }
+
+    private static Attempt relabel(Attempt a, ClientFault fault) {
+        return new Attempt(a.key(), fault, a.body(), a.sentWhole(), a.status(), a.responseBody(), a.detail());
+    }
+
+    private static <T> T pick(List<T> choices, Random random) {
+        return choices.get(random.nextInt(choices.size()));
+    }
+
+    private static byte[] body(String key, int variant, Random random) {
+        return HttpMessage.ascii("{\"order\":\"" + key + "\",\"variant\":" + variant + ",\"pad\":\""
+                + "x".repeat(random.nextInt(400)) + "\"}");
+    }
+
+    /**
+     * Polls the records until none is IN_FLIGHT and the in-flight gauge reads 0, for at most lease + response
+     * timeout + slack: what is still IN_FLIGHT then breaks invariant 4.
+     */
+    private Map<String, RecordView> settle(List<KeyHistory> histories) throws InterruptedException {
+        long deadline = System.nanoTime() + LEASE.plus(RESPONSE_TIMEOUT).plus(SETTLE_SLACK).toNanos();
+        Map<String, RecordView> records = new HashMap<>(fetch(histories.stream().map(KeyHistory::key).toList()));
+        while (true) {
+            List<String> inFlight = records.entrySet().stream()
+                    .filter(e -> "IN_FLIGHT".equals(e.getValue().state())).map(Map.Entry::getKey).toList();
+            if ((inFlight.isEmpty() && inFlightGauge() == 0) || System.nanoTime() > deadline) {
+                return records;
+            }
+            Thread.sleep(100); // a bounded poll: the loop ends on the condition or the deadline
+            inFlight.forEach(records::remove);
+            records.putAll(fetch(inFlight));
+        }
+    }
+
+    private Map<String, RecordView> fetch(List<String> keys) {
+        RecordInspector inspector = gateway.getBean(RecordInspector.class);
+        return Flux.fromIterable(keys)
+                .flatMap(key -> inspector.find(scope(key).hash(), true)
+                        .map(view -> Map.entry(key, view)), 32)
+                .collectMap(Map.Entry::getKey, Map.Entry::getValue).block(Duration.ofMinutes(5));
+    }
+
+    static IdempotencyScope scope(String key) {
+        return new IdempotencyScope("", ROUTE_ID, new IdempotencyKey(key));
+    }
+
+    private double inFlightGauge() {
+        return gateway.getBean(MeterRegistry.class).find(IdempotencyMetrics.IN_FLIGHT).gauges().stream()
+                .mapToDouble(Gauge::value).sum();
+    }
+
+    @Override
+    public void close() throws Exception {
+        Gateways.closeAll(gateway, upstream, redis::stop);
+    }
+}
