@@ -15,6 +15,8 @@
 # BENCH_BACKEND_PORT (18091),
 # BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
 # TARGETS (plain rate-limiter first-writes replays), SERVER_ARGS / MINIMAL_ARGS (extra --property=value arguments).
+# RECORDS (0): that many COMPLETED records put in Redis before the warm-up (copies of one real first write), to see
+# what a large store costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,6 +29,7 @@ CONNECTIONS="${CONNECTIONS:-32}"
 THREADS="${THREADS:-2}"
 REPLAY_KEYS="${REPLAY_KEYS:-1000}"
 BODY_BYTES="${BODY_BYTES:-0}"
+RECORDS="${RECORDS:-0}"
 JAVA_OPTS="${JAVA_OPTS:--Xmx512m}"
 GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
 BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
@@ -138,6 +141,29 @@ measure() {
     | tee -a "$rows"
 }
 
+# preload_records GATEWAY: one real first write, then RECORDS copies of its record under other scopes (DUMP and
+# RESTORE inside Redis, 24 h to live), so that the store holds RECORDS completed records like the filter's own.
+preload_records() {
+  local gateway=$1 key
+  curl -s -o /dev/null -X POST "$gateway/merchants" -H 'Content-Type: application/json' \
+    -H "Idempotency-Key: preload-$(date +%s%N)" -d '{"legalName":"Preload S.A.","integrations":[]}'
+  key=$(redis-cli -p "$REDIS_PORT" --scan --pattern 'idempotency:{*' | head -n 1)
+  echo "  $RECORDS records copied from $key"
+  # Batches keep each EVAL short enough not to stall Redis for long.
+  local copied=0 batch
+  while [ "$copied" -lt "$RECORDS" ]; do
+    batch=$(( RECORDS - copied < 100000 ? RECORDS - copied : 100000 ))
+    redis-cli -p "$REDIS_PORT" EVAL "
+      local dump = redis.call('DUMP', KEYS[1])
+      for i = tonumber(ARGV[1]), tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1 do
+        redis.call('RESTORE', 'idempotency:{preload-' .. i .. '}', 86400000, dump, 'REPLACE')
+      end
+      return 1" 1 "$key" "$copied" "$batch" > /dev/null
+    copied=$(( copied + batch ))
+  done
+  redis-cli -p "$REDIS_PORT" INFO memory | grep '^used_memory_human' | sed 's/^/  Redis /'
+}
+
 # run_jvm NAME JAR DIR [extra args...]: starts one gateway JVM, warms every target up (the JIT compiles what all of
 # them use), measures them in ROUNDS rounds, stops it.
 run_jvm() {
@@ -165,6 +191,7 @@ run_jvm() {
     done
     targets=("${wanted[@]}")
   fi
+  if [ "$RECORDS" -gt 0 ]; then preload_records "$gateway"; fi
   local target
   # The JIT compiles for minutes on two busy cores, and its threads' CPU counts in the gateway's: rounds measured
   # after a single short warm-up grew 2-6x from one to the next. Every target is warmed several times over.
@@ -208,7 +235,7 @@ for jvm in ${JVMS:-server minimal}; do
   fi
 done
 
-machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -n 1), Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//'), wrk $THREADS threads $CONNECTIONS connections, the median of $ROUNDS rounds of ${DURATION} s per target after $WARMUP_PASSES warm-up passes of ${WARMUP} s over every target"
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -n 1), $([ "$RECORDS" -gt 0 ] && echo "$RECORDS records preloaded, ")Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//'), wrk $THREADS threads $CONNECTIONS connections, the median of $ROUNDS rounds of ${DURATION} s per target after $WARMUP_PASSES warm-up passes of ${WARMUP} s over every target"
 # Per JVM and target, the round with the median throughput.
 sort -t$'\t' -k1,1 -k2,2 -k4,4n "$rows" | awk -v rounds="$ROUNDS" -F'\t' '
   { n[$1 FS $2]++; if (n[$1 FS $2] == int((rounds + 1) / 2)) print }' > "$out/medians.tsv"
@@ -223,7 +250,8 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
     for (i = 1; i <= count; i++) {
       if (seen[order[i]]++) continue
       split(row[order[i]], f, FS)
-      printf "| %s | %s | %.0f | %.2f | %s | %s | %s | %d us |\n", f[1], f[2], f[4], f[4] / plain[f[1]], f[5], f[6], f[7], f[8]
+      ratio = plain[f[1]] ? sprintf("%.2f", f[4] / plain[f[1]]) : "-"
+      printf "| %s | %s | %.0f | %s | %s | %s | %s | %d us |\n", f[1], f[2], f[4], ratio, f[5], f[6], f[7], f[8]
     }
     print ""
     if (plain["server"] && plain["minimal"])
