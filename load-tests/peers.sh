@@ -48,8 +48,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "Building the server and minimal-gateway"
-./mvnw -q -B -DskipTests -pl gateway,minimal-gateway -am package
-server_jar=$(ls "$root"/gateway/target/idempotency-gateway-*-exec.jar)
+./mvnw -q -B -DskipTests -pl gateway/server,minimal-gateway -am package
+server_jar=$(ls "$root"/gateway/server/target/idempotency-gateway-server-*-exec.jar)
 minimal_jar=$(ls "$root"/minimal-gateway/target/minimal-gateway-*.jar | grep -v original | head -n 1)
 
 pids=()
