@@ -8,7 +8,7 @@ import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import dev.retrysafe.gateway.scale.Gateways;
+import dev.retrysafe.gateway.support.Gateways;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;

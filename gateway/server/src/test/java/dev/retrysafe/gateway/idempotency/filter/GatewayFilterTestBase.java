@@ -1,11 +1,13 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.support.LargeBodyUpstream;
+import dev.retrysafe.gateway.support.AcceptingUpstream;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
-import static dev.retrysafe.gateway.idempotency.TestRoutes.route;
+import static dev.retrysafe.gateway.support.TestRoutes.route;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
-import dev.retrysafe.gateway.idempotency.TestRoutes;
+import dev.retrysafe.gateway.support.TestRoutes;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -29,7 +31,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
                 "idempotency.embedded-redis.directory=target/embedded-redis",
                 "idempotency.tenant-header=X-Tenant-Id",
                 "idempotency.request-body-timeout=2s",
-                // Its periodic SCAN would show up among the commands RedisRoundTripsTest counts.
+                // Its periodic SCAN would show up among the commands RedisRoundTripsIntegrationTest counts.
                 "idempotency.record-counts.enabled=false",
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout=5s",
                 "idempotency.process-poll.initial-delay=100ms",

@@ -1,7 +1,8 @@
 package dev.retrysafe.gateway.idempotency.observability;
 
+import dev.retrysafe.gateway.support.RequestCounts;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
-import static dev.retrysafe.gateway.idempotency.TestRoutes.route;
+import static dev.retrysafe.gateway.support.TestRoutes.route;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Logger;
@@ -9,7 +10,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
-import dev.retrysafe.gateway.idempotency.TestRoutes;
+import dev.retrysafe.gateway.support.TestRoutes;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;

@@ -1,0 +1,40 @@
+package dev.retrysafe.gateway.support;
+
+import dev.retrysafe.gateway.IdempotencyGatewayApplication;
+import java.util.HashMap;
+import java.util.Map;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.web.reactive.function.client.WebClient;
+
+/** Real gateway instances for the scale tests: one guarded route to the upstream, Redis as each test says. */
+public final class Gateways {
+    private Gateways() {
+    }
+
+    /** Starts a gateway on a random port with the Idempotency route {@code onboarding} on {@code /merchants/**}. */
+    public static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore) {
+        String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
+        Map<String, Object> properties = new HashMap<>(redisAndMore);
+        properties.put("server.port", "0");
+        properties.put(prefix + "id", "onboarding");
+        properties.put(prefix + "uri", upstreamUri);
+        properties.put(prefix + "predicates[0]", "Path=/merchants/**");
+        properties.put(prefix + "filters[0].name", "Idempotency");
+        return new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(properties).run();
+    }
+
+    public static WebClient client(ConfigurableApplicationContext gateway) {
+        return WebClient.create("http://127.0.0.1:"
+                + gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class));
+    }
+
+    /** Closes what was started, in reverse order, skipping what never started (a skipped test). */
+    public static void closeAll(AutoCloseable... started) throws Exception {
+        for (AutoCloseable closeable : started) {
+            if (closeable != null) {
+                closeable.close();
+            }
+        }
+    }
+}

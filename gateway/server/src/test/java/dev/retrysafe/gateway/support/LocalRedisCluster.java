@@ -1,0 +1,200 @@
+package dev.retrysafe.gateway.support;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * A real Redis Cluster of three masters, started from the {@code redis-server} and {@code redis-cli} on the PATH
+ * (Redis's own cluster mode, nothing home-made), each in its own folder under {@code target/}.
+ */
+public final class LocalRedisCluster implements AutoCloseable {
+    private final List<Integer> ports = new ArrayList<>();
+    private final List<Process> servers = new ArrayList<>();
+
+    public static boolean available() {
+        return onPath("redis-server") && onPath("redis-cli");
+    }
+
+    public LocalRedisCluster(int masters) throws IOException, InterruptedException {
+        this(masters, 0);
+    }
+
+    /** {@code replicasPerMaster} replicas each; a short node timeout so that failovers take seconds. */
+    public LocalRedisCluster(int masters, int replicasPerMaster) throws IOException, InterruptedException {
+        Path root = Files.createDirectories(Path.of("target/redis-cluster-" + System.nanoTime()));
+        for (int i = 0; i < masters * (1 + replicasPerMaster); i++) {
+            int port = freePort();
+            Path dir = Files.createDirectories(root.resolve(Integer.toString(port)));
+            servers.add(new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--save", "",
+                    "--appendonly", "no", "--cluster-node-timeout", "1000", "--dir", dir.toAbsolutePath().toString())
+                    .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start());
+            ports.add(port);
+        }
+        for (int port : ports) {
+            awaitListening(port);
+        }
+        List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+        ports.forEach(p -> create.add("127.0.0.1:" + p));
+        create.addAll(List.of("--cluster-replicas", Integer.toString(replicasPerMaster), "--cluster-yes"));
+        run(create, root.resolve("create.log").toFile());
+        for (int port : ports) {
+            awaitClusterOk(port);
+        }
+        // A replica that has not finished its first sync cannot be promoted: wait for every link to be up.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        for (int port : ports) {
+            while (true) {
+                String replication = cli(port, "info", "replication");
+                if (replication.contains("role:master") || replication.contains("master_link_status:up")) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("Replica " + port + " never synced with its master");
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    public String nodes() {
+        return ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
+    }
+
+    public List<Integer> ports() {
+        return ports;
+    }
+
+    /** Runs a redis-cli command against one node (no redirects followed) and returns its output. */
+    public static String cli(int port, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("redis-cli", "-p", Integer.toString(port)));
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        process.waitFor(30, TimeUnit.SECONDS);
+        return out;
+    }
+
+    /** Kills the node on {@code port} with SIGKILL, as a crashed machine would go. */
+    public void kill(int port) throws InterruptedException {
+        Process node = servers.get(ports.indexOf(port));
+        node.destroyForcibly();
+        node.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** Waits (bounded) until a live node reports the cluster healthy again. */
+    public void awaitHealthy(int livePort) throws IOException, InterruptedException {
+        awaitClusterOk(livePort);
+    }
+
+    /** The port of the master that owns the key's slot. */
+    public int ownerOf(String key) throws IOException, InterruptedException {
+        for (int port : ports) {
+            String reply = cli(port, "exists", key);
+            if (!reply.contains("MOVED") && !reply.contains("refused") && !reply.contains("Could not connect")) {
+                return port;
+            }
+        }
+        throw new IllegalStateException("No owner for " + key);
+    }
+
+    /**
+     * Moves the slot of {@code key} to the master on {@code targetPort} with Redis's own resharding steps (IMPORTING,
+     * MIGRATING, MIGRATE, SETSLOT NODE), while clients keep running.
+     */
+    public void moveSlotOf(String key, int targetPort) throws IOException, InterruptedException {
+        int source = ownerOf(key);
+        String slot = cli(source, "cluster", "keyslot", key);
+        String sourceId = cli(source, "cluster", "myid");
+        String targetId = cli(targetPort, "cluster", "myid");
+        cli(targetPort, "cluster", "setslot", slot, "importing", sourceId);
+        cli(source, "cluster", "setslot", slot, "migrating", targetId);
+        for (String moving : cli(source, "cluster", "getkeysinslot", slot, "1000").split("\\s+")) {
+            if (!moving.isBlank()) {
+                cli(source, "migrate", "127.0.0.1", Integer.toString(targetPort), moving, "0", "5000");
+            }
+        }
+        for (int port : ports) {
+            cli(port, "cluster", "setslot", slot, "node", targetId);
+        }
+    }
+
+    private static void awaitClusterOk(int port) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            Process info = new ProcessBuilder("redis-cli", "-p", Integer.toString(port), "cluster", "info")
+                    .redirectErrorStream(true).start();
+            String text = new String(info.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            info.waitFor();
+            if (text.contains("cluster_state:ok")) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        throw new IllegalStateException("Cluster node " + port + " never reached cluster_state:ok");
+    }
+
+    private static void run(List<String> command, File log) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log).start();
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " failed; see " + log);
+        }
+    }
+
+    public static void awaitListening(int port) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            try (Socket socket = new Socket("127.0.0.1", port)) {
+                return;
+            } catch (IOException notYet) {
+                Thread.onSpinWait();
+            }
+        }
+        throw new IllegalStateException("redis-server on " + port + " did not start");
+    }
+
+    public static boolean onPath(String command) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String dir : path.split(File.pathSeparator)) {
+            if (new File(dir, command).canExecute()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    public static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    @Override
+    public void close() {
+        stopAll(servers);
+    }
+
+    public static void stopAll(List<Process> processes) {
+        processes.forEach(Process::destroy);
+        for (Process process : processes) {
+            try {
+                process.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
