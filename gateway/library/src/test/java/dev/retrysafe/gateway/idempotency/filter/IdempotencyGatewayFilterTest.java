@@ -25,6 +25,7 @@ import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.support.MutableClock;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ConnectException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -193,6 +194,21 @@ class IdempotencyGatewayFilterTest {
         assertThat(other.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_JSON);
     }
 
+    @Test
+    void aResultTooLargeToStoreReachesTheClientButIsNotReplayed() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setMaxStoredResponseBytes(DataSize.ofBytes(8));
+        MockServerWebExchange first = send(config, keyed().body(BODY));
+        assertThat(body(first)).as("streamed whole to the client").isEqualTo(ACCEPTED);
+        assertThat(store.record(scope).orElseThrow().response().orElseThrow().bodyOmitted()).isTrue();
+
+        MockServerWebExchange retry = send(config, keyed().body(BODY));
+        assertEnvelope(retry, 409, "The request with this idempotency key was already processed (status 202) but "
+                + "its response was larger than 8 bytes and cannot be replayed. Do not resend it with a new key: "
+                + "check the resource's state.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
     // ---- in flight and uncertain
 
     @Test
@@ -269,6 +285,21 @@ class IdempotencyGatewayFilterTest {
         assertThat(store.record(scope).orElseThrow().state()).as("the real answer settles the doubt")
                 .isEqualTo(RecordState.COMPLETED);
         assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anUpstreamNeverReachedFreesTheKeyForTheRetry() {
+        upstream.failNextWith(new ConnectException("Connection refused"));
+        MockServerWebExchange refused = send(keyed().body(BODY));
+
+        assertEnvelope(refused, 502, "The upstream service could not be reached; the request was not processed. "
+                + "Retry with the same key.");
+        assertThat(refused.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(store.record(scope)).as("released").isEmpty();
+
+        send(keyed().body(BODY));
+        assertThat(upstream.calls).hasValue(2);
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
     }
 
     // ---- the store away
