@@ -1,0 +1,559 @@
+package dev.retrysafe.gateway.idempotency.filter;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.config.IdempotencyProperties;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.observability.TraceIds;
+import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.record.RecordState;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
+import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.support.MutableClock;
+import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ConnectException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
+import org.springframework.cloud.gateway.filter.GatewayFilter;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.cloud.gateway.route.Route;
+import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
+import org.springframework.mock.web.server.MockServerWebExchange;
+import org.springframework.util.unit.DataSize;
+import org.springframework.web.reactive.function.client.WebClient;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * Each branch of the {@code Idempotency} filter, without HTTP and without Redis: the filter is built by its factory
+ * as the auto-configuration builds it, over the in-memory store, and driven with mock exchanges; a stub chain plays
+ * the upstream. What is asserted is what a client and the store would see: status, headers, body, upstream calls,
+ * the record left behind.
+ */
+class IdempotencyGatewayFilterTest {
+    static final String KEY = "order-7f3a9c1e-0b2d";
+    static final String BODY = "{\"merchant\":\"acme\",\"amount\":42}";
+    static final String ACCEPTED = "{\"processId\":\"p-1\",\"status\":\"PENDING\"}";
+    static final Route ROUTE = Route.async().id("r").uri("http://upstream").predicate(e -> true).build();
+    static final Duration WAIT = Duration.ofSeconds(5);
+    /** What an application that sets no {@code idempotency.*} property gets, bound as Boot binds it. */
+    static final IdempotencyProperties PROPERTIES = new Binder(new MapConfigurationPropertySource())
+            .bindOrCreate("idempotency", IdempotencyProperties.class);
+
+    final MutableClock clock = new MutableClock(Instant.parse("2026-01-15T10:00:00Z"));
+    final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore(clock);
+    final Upstream upstream = new Upstream();
+    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    final IdempotencyEvents events = new IdempotencyEvents(meters);
+    final List<LeaseRenewals> leaseRenewals = new CopyOnWriteArrayList<>();
+    final IdempotencyScope scope = new IdempotencyScope("", "r", new IdempotencyKey(KEY));
+
+    @AfterEach
+    void stopLeaseRenewals() {
+        leaseRenewals.forEach(LeaseRenewals::destroy);
+    }
+
+    // ---- before the store
+
+    @Test
+    void aMethodTheRouteDoesNotGuardPassesThroughUntouched() {
+        MockServerWebExchange exchange = exchange(MockServerHttpRequest.get("/merchants/42").header("Idempotency-Key",
+                KEY));
+        filter(new IdempotencyGatewayFilterFactory.Config()).filter(exchange, upstream).block(WAIT);
+
+        assertThat(upstream.calls).hasValue(1);
+        assertThat(upstream.exchanges.get(0)).as("not wrapped: nothing captured").isSameAs(exchange);
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void aRequestWithoutKeyIsRefusedWith422AndNotForwarded() {
+        MockServerWebExchange exchange = send(post().body(BODY));
+
+        assertEnvelope(exchange, 422, "The Idempotency-Key header is required.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void aKeyTooShortIsRefusedWith422AndNotForwarded() {
+        MockServerWebExchange exchange = send(post().header("Idempotency-Key", "short-key").body(BODY));
+
+        assertEnvelope(exchange, 422, "The Idempotency-Key header must be at least 16 characters long.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void aBodyAnnouncedOverMaxRequestBytesIsRefusedWith413() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setMaxRequestBytes(DataSize.ofBytes(16));
+        MockServerWebExchange exchange = send(config, keyed().contentLength(BODY.length()).body(BODY));
+
+        assertEnvelope(exchange, 413, "The request body is larger than the limit of 16 bytes.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void aBodyStreamedOverMaxRequestBytesIsRefusedWith413() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setMaxRequestBytes(DataSize.ofBytes(16));
+        // No Content-Length: the limit is found while reading.
+        MockServerWebExchange exchange = send(config, keyed().body(BODY));
+
+        assertThat(exchange.getRequest().getHeaders().getContentLength()).isEqualTo(-1);
+        assertEnvelope(exchange, 413, "The request body is larger than the limit of 16 bytes.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    // ---- first write and replay
+
+    @Test
+    void aFirstWriteIsForwardedOnceAndItsAnswerStored() {
+        MockServerWebExchange exchange = send(keyed().body(BODY));
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(exchange.getResponse().getHeaders().getFirst(HttpHeaders.LOCATION)).isEqualTo("/merchants/42");
+        assertThat(body(exchange)).isEqualTo(ACCEPTED);
+        assertThat(upstream.calls).hasValue(1);
+        assertThat(upstream.bodies).containsExactly(BODY);
+
+        InMemoryIdempotencyStore.StoredRecord record = store.record(scope).orElseThrow();
+        assertThat(record.state()).isEqualTo(RecordState.COMPLETED);
+        StoredResponse stored = record.response().orElseThrow();
+        assertThat(stored.status()).isEqualTo(202);
+        assertThat(stored.headers()).contains(new ResponseHeader("Location", "/merchants/42"));
+        assertThat(stored.body()).asString(StandardCharsets.UTF_8).isEqualTo(ACCEPTED);
+        assertThat(record.expiresAt()).as("kept for the retention")
+                .isEqualTo(clock.millis() + Duration.ofHours(24).toMillis());
+    }
+
+    @Test
+    void theSameKeyAndBodyAreAnsweredFromTheStore() {
+        send(keyed().body(BODY));
+        MockServerWebExchange replay = send(keyed().body(BODY));
+
+        assertThat(upstream.calls).as("the upstream saw the request once").hasValue(1);
+        assertThat(replay.getResponse().getStatusCode()).as("202 replayed as 200")
+                .isEqualTo(HttpStatusCode.valueOf(200));
+        assertThat(replay.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(replay.getResponse().getHeaders().containsHeader(HttpHeaders.LOCATION))
+                .as("nothing new was created").isFalse();
+        assertThat(replay.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_JSON);
+        assertThat(body(replay)).isEqualTo(ACCEPTED);
+    }
+
+    @Test
+    void theSameKeyWithAnotherBodyIsAConflict() {
+        send(keyed().body(BODY));
+        MockServerWebExchange other = send(keyed().body("{\"merchant\":\"acme\",\"amount\":43}"));
+
+        assertThat(upstream.calls).hasValue(1);
+        assertThat(body(other)).isEqualTo("{\"status\":{\"status\":\"FAILED\",\"reason\":409,\"message\":"
+                + "\"The idempotency key was already used with a different payload.\",\"date\":\"2026-01-15T10:00:00+00:00\"}}");
+        assertThat(other.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(409));
+        assertThat(other.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_JSON);
+    }
+
+    @Test
+    void aResultTooLargeToStoreReachesTheClientButIsNotReplayed() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setMaxStoredResponseBytes(DataSize.ofBytes(8));
+        MockServerWebExchange first = send(config, keyed().body(BODY));
+        assertThat(body(first)).as("streamed whole to the client").isEqualTo(ACCEPTED);
+        assertThat(store.record(scope).orElseThrow().response().orElseThrow().bodyOmitted()).isTrue();
+
+        MockServerWebExchange retry = send(config, keyed().body(BODY));
+        assertEnvelope(retry, 409, "The request with this idempotency key was already processed (status 202) but "
+                + "its response was larger than 8 bytes and cannot be replayed. Do not resend it with a new key: "
+                + "check the resource's state.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    // ---- in flight and uncertain
+
+    @Test
+    void aDuplicateOfARequestInFlightIsAConflictWhenTheRouteDoesNotWait() throws Exception {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setInFlightWait(Duration.ZERO);
+        GatewayFilter filter = filter(config);
+        Sinks.Empty<Void> answer = upstream.holdNextAnswer();
+        CompletableFuture<Void> first = filter.filter(exchange(keyed().body(BODY)), upstream).toFuture();
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        MockServerWebExchange duplicate = exchange(keyed().body(BODY));
+        filter.filter(duplicate, upstream).block(WAIT);
+
+        assertEnvelope(duplicate, 409, "A request with this idempotency key is still being processed. "
+                + "Retry later with the same key and payload.");
+        assertThat(duplicate.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(upstream.calls).hasValue(1);
+
+        answer.tryEmitEmpty();
+        first.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    @Test
+    void aDuplicateWaitsForTheRequestInFlightAndGetsItsAnswer() throws Exception {
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        Sinks.Empty<Void> answer = upstream.holdNextAnswer();
+        CompletableFuture<Void> first = filter.filter(exchange(keyed().body(BODY)), upstream).toFuture();
+        MockServerWebExchange duplicate = exchange(keyed().body(BODY));
+        CompletableFuture<Void> waiting = filter.filter(duplicate, upstream).toFuture();
+        assertThat(store.signals().waiters(scope.hash())).as("the duplicate waits").isEqualTo(1);
+        assertThat(waiting).isNotDone();
+
+        answer.tryEmitEmpty();
+        first.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        waiting.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+
+        assertThat(upstream.calls).hasValue(1);
+        assertThat(duplicate.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(200));
+        assertThat(duplicate.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(body(duplicate)).isEqualTo(ACCEPTED);
+    }
+
+    @Test
+    void anUpstreamTimeoutLeavesTheRecordUncertainAndItsRetryIsAConflict() {
+        upstream.failNextWith(new TimeoutException("response timeout"));
+        MockServerWebExchange timedOut = send(keyed().body(BODY));
+
+        assertThat(timedOut.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(504));
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.UNCERTAIN);
+
+        MockServerWebExchange retry = send(keyed().body(BODY));
+        assertUncertainConflict(retry);
+        assertThat(upstream.calls).as("an uncertain request is not sent again").hasValue(1);
+    }
+
+    /** As if the instance forwarding the first request had stopped renewing its lease (it died, or hangs). */
+    @Test
+    void aLapsedLeaseMakesTheRetryAConflictAndTheLateAnswerIsStillStored() throws Exception {
+        Sinks.Empty<Void> answer = upstream.holdNextAnswer();
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        CompletableFuture<Void> first = filter.filter(exchange(keyed().body(BODY)), upstream).toFuture();
+        clock.advance(Duration.ofSeconds(61));
+
+        MockServerWebExchange retry = exchange(keyed().body(BODY));
+        filter.filter(retry, upstream).block(WAIT);
+        assertUncertainConflict(retry);
+        assertThat(store.record(scope).orElseThrow().uncertainReason())
+                .contains(InMemoryIdempotencyStore.LEASE_LAPSED_REASON);
+
+        answer.tryEmitEmpty();
+        first.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(store.record(scope).orElseThrow().state()).as("the real answer settles the doubt")
+                .isEqualTo(RecordState.COMPLETED);
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anUpstreamNeverReachedFreesTheKeyForTheRetry() {
+        upstream.failNextWith(new ConnectException("Connection refused"));
+        MockServerWebExchange refused = send(keyed().body(BODY));
+
+        assertEnvelope(refused, 502, "The upstream service could not be reached; the request was not processed. "
+                + "Retry with the same key.");
+        assertThat(refused.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(store.record(scope)).as("released").isEmpty();
+
+        send(keyed().body(BODY));
+        assertThat(upstream.calls).hasValue(2);
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    // ---- the store away
+
+    @Test
+    void withTheStoreUnavailableTheRequestIsRefusedWith503() {
+        GatewayFilter filter = factory(defaults(false), new ReserveFails(store)).apply(
+                new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertEnvelope(exchange, 503, "Idempotency protection is temporarily unavailable; the request was not "
+                + "processed. Retry later with the same key.");
+        assertThat(exchange.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(events.count("store-unavailable")).isEqualTo(1);
+    }
+
+    @Test
+    void withTheStoreUnavailableARouteThatSaysSoForwardsUnprotected() {
+        GatewayFilter filter = factory(defaults(true), new ReserveFails(store)).apply(
+                new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(upstream.calls).hasValue(1);
+        assertThat(upstream.bodies).as("the body already read is forwarded").containsExactly(BODY);
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(body(exchange)).isEqualTo(ACCEPTED);
+        assertThat(store.size()).as("nothing recorded").isZero();
+        assertThat(events.count("forwarded-unprotected")).isEqualTo(1);
+    }
+
+    // ---- answers that are no result
+
+    @Test
+    void anAnswerThatIsNoResultIsPassedOnAndFreesTheKey() {
+        upstream.answerNextWith(503, "{\"error\":\"busy\"}");
+        MockServerWebExchange busy = send(keyed().body(BODY));
+
+        assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(body(busy)).isEqualTo("{\"error\":\"busy\"}");
+        assertThat(store.record(scope)).as("released").isEmpty();
+
+        MockServerWebExchange retry = send(keyed().body(BODY));
+        assertThat(upstream.calls).as("the retry is forwarded").hasValue(2);
+        assertThat(retry.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    // ---- fixture
+
+    static MockServerHttpRequest.BodyBuilder post() {
+        return MockServerHttpRequest.post("/merchants").contentType(MediaType.APPLICATION_JSON);
+    }
+
+    static MockServerHttpRequest.BodyBuilder keyed() {
+        return post().header("Idempotency-Key", KEY);
+    }
+
+    static MockServerWebExchange exchange(MockServerHttpRequest.BaseBuilder<?> request) {
+        MockServerWebExchange exchange = MockServerWebExchange.from(request);
+        exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR, ROUTE);
+        return exchange;
+    }
+
+    static MockServerWebExchange exchange(MockServerHttpRequest request) {
+        MockServerWebExchange exchange = MockServerWebExchange.from(request);
+        exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR, ROUTE);
+        return exchange;
+    }
+
+    MockServerWebExchange send(MockServerHttpRequest request) {
+        return send(new IdempotencyGatewayFilterFactory.Config(), request);
+    }
+
+    MockServerWebExchange send(IdempotencyGatewayFilterFactory.Config config, MockServerHttpRequest request) {
+        MockServerWebExchange exchange = exchange(request);
+        filter(config).filter(exchange, upstream).block(WAIT);
+        return exchange;
+    }
+
+    GatewayFilter filter(IdempotencyGatewayFilterFactory.Config config) {
+        return factory(defaults(false), store).apply(config);
+    }
+
+    /** As IdempotencyFilterAutoConfiguration builds the factory, on this test's store and clock. */
+    IdempotencyGatewayFilterFactory factory(RouteDefaults defaults, IdempotencyStore store) {
+        LeaseRenewals leases = new LeaseRenewals(store, Duration.ofMillis(50));
+        leaseRenewals.add(leases);
+        ProcessWatcher processes = new ProcessWatcher(store, WebClient.create(), Duration.ofSeconds(1),
+                Duration.ofSeconds(60));
+        return new IdempotencyGatewayFilterFactory(defaults, store, new PrincipalOrHeaderTenantResolver(null), clock,
+                events, processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty());
+    }
+
+    /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
+    static RouteDefaults defaults(boolean forwardWhenStoreUnavailable) {
+        IdempotencyProperties p = PROPERTIES;
+        return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
+                p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
+                p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
+                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(), forwardWhenStoreUnavailable);
+    }
+
+    static String body(MockServerWebExchange exchange) {
+        return exchange.getResponse().getBodyAsString().block(WAIT);
+    }
+
+    /** The gateway's error body, dated by the filter's clock (which stands still unless a test moves it). */
+    void assertEnvelope(MockServerWebExchange exchange, int status, String message) {
+        String date = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss").format(clock.instant().atOffset(
+                ZoneOffset.UTC)) + "+00:00";
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(status));
+        assertThat(exchange.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_JSON);
+        assertThat(body(exchange)).isEqualTo("{\"status\":{\"status\":\"FAILED\",\"reason\":" + status
+                + ",\"message\":\"" + message + "\",\"date\":\"" + date + "\"}}");
+    }
+
+    void assertUncertainConflict(MockServerWebExchange exchange) {
+        assertEnvelope(exchange, 409, "The outcome of the original request with this idempotency key is unknown "
+                + "(it was sent, but no complete answer came back), so it is not sent again. Check the resource's "
+                + "state, or retry later with the same key and payload once it has been reconciled.");
+        assertThat(exchange.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+    }
+
+    /**
+     * The upstream: reads the forwarded body, then answers 202 with a JSON body and a Location through the
+     * exchange's response, as NettyWriteResponseFilter would. The next answer can be held, replaced or made to
+     * fail.
+     */
+    static final class Upstream implements GatewayFilterChain {
+        final AtomicInteger calls = new AtomicInteger();
+        final List<String> bodies = new CopyOnWriteArrayList<>();
+        final List<ServerWebExchange> exchanges = new CopyOnWriteArrayList<>();
+        private volatile Mono<Void> nextHold = Mono.empty();
+        private volatile Consumer<ServerHttpResponse> nextAnswer;
+        private volatile String nextBody;
+        private volatile Throwable nextFailure;
+
+        /** The next call waits for the returned sink before it answers. */
+        Sinks.Empty<Void> holdNextAnswer() {
+            Sinks.Empty<Void> hold = Sinks.empty();
+            nextHold = hold.asMono();
+            return hold;
+        }
+
+        void answerNextWith(int status, String body) {
+            nextAnswer = response -> {
+                response.setStatusCode(HttpStatusCode.valueOf(status));
+                response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
+                response.getHeaders().set(HttpHeaders.RETRY_AFTER, "2");
+                response.getHeaders().setContentLength(body.length());
+            };
+            nextBody = body;
+        }
+
+        /** The next call fails after the request was sent, before any answer (a timeout, a broken connection). */
+        void failNextWith(Throwable failure) {
+            nextFailure = failure;
+        }
+
+        @Override
+        public Mono<Void> filter(ServerWebExchange exchange) {
+            calls.incrementAndGet();
+            exchanges.add(exchange);
+            Mono<Void> hold = nextHold;
+            nextHold = Mono.empty();
+            Consumer<ServerHttpResponse> answer = nextAnswer;
+            String body = nextBody;
+            nextAnswer = null;
+            nextBody = null;
+            Throwable failure = nextFailure;
+            nextFailure = null;
+            Mono<Void> read = DataBufferUtils.join(exchange.getRequest().getBody())
+                    .map(buffer -> {
+                        try {
+                            return buffer.toString(StandardCharsets.UTF_8);
+                        } finally {
+                            DataBufferUtils.release(buffer);
+                        }
+                    })
+                    .defaultIfEmpty("")
+                    .doOnNext(bodies::add)
+                    .then(hold);
+            if (failure != null) {
+                return read.then(Mono.error(failure));
+            }
+            return read.then(Mono.defer(() -> {
+                ServerHttpResponse response = exchange.getResponse();
+                byte[] bytes;
+                if (answer != null) {
+                    answer.accept(response);
+                    bytes = body.getBytes(StandardCharsets.UTF_8);
+                } else {
+                    response.setStatusCode(HttpStatusCode.valueOf(202));
+                    response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
+                    response.getHeaders().set(HttpHeaders.LOCATION, "/merchants/42");
+                    bytes = ACCEPTED.getBytes(StandardCharsets.UTF_8);
+                }
+                return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(bytes)));
+            }));
+        }
+    }
+
+    /** The in-memory store with Redis away: every reservation fails. */
+    static final class ReserveFails implements IdempotencyStore {
+        private final IdempotencyStore delegate;
+
+        ReserveFails(IdempotencyStore delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public Mono<Reservation> reserve(ReservationRequest request) {
+            return Mono.error(new IllegalStateException("Unable to connect to Redis"));
+        }
+
+        @Override
+        public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
+            return delegate.renew(scope, owner, lease);
+        }
+
+        @Override
+        public Mono<CompletionResult> complete(Completion completion) {
+            return delegate.complete(completion);
+        }
+
+        @Override
+        public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+            return delegate.release(scope, owner);
+        }
+
+        @Override
+        public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason,
+                Duration ttl) {
+            return delegate.markUncertain(scope, owner, reason, ttl);
+        }
+
+        @Override
+        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+            return delegate.linkProcess(routeId, processId, scope, ttl);
+        }
+
+        @Override
+        public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue,
+                Duration retention) {
+            return delegate.processEnded(routeId, processId, terminalValue, retention);
+        }
+
+        @Override
+        public SettleWaiter awaitSettle(IdempotencyScope scope) {
+            return delegate.awaitSettle(scope);
+        }
+    }
+}

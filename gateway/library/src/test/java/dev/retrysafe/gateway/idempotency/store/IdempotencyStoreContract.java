@@ -1,0 +1,700 @@
+package dev.retrysafe.gateway.idempotency.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
+import dev.retrysafe.gateway.idempotency.record.RecordState;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * What every {@link IdempotencyStore} does, whatever it runs on: run once against the Redis store (the Lua scripts
+ * on a real redis-server) and once against the in-memory store the unit tests use, so that the fake cannot drift
+ * from the real thing unnoticed. Everything is observed through the interface only.
+ * <p>
+ * Time is the subclass's business: {@link #letPass} advances a clock in memory and waits for the Redis server's
+ * TIME with Redis. Tests never need anything to happen <em>before</em> a short lease or lifetime ends (a lease that
+ * must hold is {@link #LEASE}, half a minute), so a slow machine makes the Redis run slower, never wrong.
+ */
+public abstract class IdempotencyStoreContract {
+    static final Fingerprint FP = new Fingerprint("a".repeat(64));
+    static final Fingerprint OTHER_FP = new Fingerprint("b".repeat(64));
+    static final String UPSTREAM = "http://upstream";
+    /** A lease that holds for the whole test. */
+    static final Duration LEASE = Duration.ofSeconds(30);
+    static final Duration RETENTION = Duration.ofHours(24);
+    /** A lease or lifetime a test lets end: real milliseconds on Redis, one clock step in memory. */
+    static final Duration SHORT = Duration.ofMillis(100);
+    static final Duration WAIT = Duration.ofSeconds(5);
+
+    /** A fresh key for each test: the Redis store is shared by all of them. */
+    final IdempotencyScope scope = newScope();
+
+    /** The store under test, the same for every call within a test. */
+    protected abstract IdempotencyStore store();
+
+    /** Lets at least {@code time} pass on the clock the store's deadlines are read from. */
+    protected abstract void letPass(Duration time);
+
+    /**
+     * Returns once every wake-up the store has sent so far has reached this instance's waiters, so that a waiter
+     * that has not fired by then was not woken (Redis delivers lease-lapse wake-ups through pub/sub only).
+     */
+    protected abstract void deliverWakeUps();
+
+    // ---- reserve
+
+    @Test
+    void aFreeKeyIsReservedForTheCallerAndThenTakenInFlight() {
+        OwnerToken owner = OwnerToken.random();
+        assertThat(reserve(FP, owner)).isEqualTo(new Reservation.Reserved(owner));
+
+        IdempotencyRecord seen = taken(reserve(FP, OwnerToken.random()));
+        assertThat(seen).isEqualTo(new IdempotencyRecord(RecordState.IN_FLIGHT, FP, Optional.empty(), false));
+    }
+
+    @Test
+    void exactlyOneOfManyConcurrentReservationsWins() {
+        List<Reservation> outcomes = Flux.range(0, 64)
+                .flatMap(i -> store().reserve(request(FP, OwnerToken.random()).build())
+                        .subscribeOn(Schedulers.parallel()), 64)
+                .collectList().block(WAIT);
+        assertThat(outcomes).hasSize(64);
+        assertThat(outcomes).filteredOn(Reservation.Reserved.class::isInstance).hasSize(1);
+        assertThat(outcomes).filteredOn(r -> r instanceof Reservation.Taken taken
+                && taken.existing().state() == RecordState.IN_FLIGHT).hasSize(63);
+    }
+
+    @Test
+    void aCompletedRecordReplaysItsResponseForTheSameFingerprint() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(complete(owner, response("done"))).isEqualTo(CompletionResult.STORED);
+
+        IdempotencyRecord seen = taken(reserve(FP, OwnerToken.random()));
+        assertThat(seen).isEqualTo(new IdempotencyRecord(RecordState.COMPLETED, FP, Optional.of(response("done")),
+                false));
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).as("replayed as often as asked")
+                .contains(response("done"));
+    }
+
+    @Test
+    void aResponseTooLargeToKeepIsStoredAsOmitted() {
+        OwnerToken owner = OwnerToken.random();
+        StoredResponse omitted = new StoredResponse(201, List.of(new ResponseHeader("Location", "/things/1")),
+                new byte[0], true);
+        reserve(FP, owner);
+        complete(owner, omitted);
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(omitted);
+    }
+
+    @Test
+    void theStoredResponseIsTheStoresOwnCopy() {
+        OwnerToken owner = OwnerToken.random();
+        byte[] body = "original".getBytes(StandardCharsets.UTF_8);
+        reserve(FP, owner);
+        complete(owner, new StoredResponse(200, List.of(), body, false));
+        body[0] = 'X';
+        taken(reserve(FP, OwnerToken.random())).response().orElseThrow().body()[0] = 'Y';
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).response().orElseThrow().body())
+                .asString(StandardCharsets.UTF_8).isEqualTo("original");
+    }
+
+    @Test
+    void anotherFingerprintSeesTheRecordButNeverItsResponse() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())))
+                .isEqualTo(new IdempotencyRecord(RecordState.IN_FLIGHT, FP, Optional.empty(), false));
+
+        complete(owner, response("done"));
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())))
+                .isEqualTo(new IdempotencyRecord(RecordState.COMPLETED, FP, Optional.empty(), false));
+    }
+
+    @Test
+    void anotherFingerprintSeesAnUncertainRecordAsUncertain() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())))
+                .isEqualTo(new IdempotencyRecord(RecordState.UNCERTAIN, FP, Optional.empty(), false));
+        assertThat(reserve(request(OTHER_FP, OwnerToken.random()).retakeUncertain()))
+                .as("a retake is for the same payload only").isInstanceOf(Reservation.Taken.class);
+    }
+
+    // ---- leases
+
+    @Test
+    void aLapsedLeaseMakesTheRecordUncertainNotFree() {
+        OwnerToken first = OwnerToken.random();
+        reserve(request(FP, first).lease(SHORT));
+        letMoreThan(SHORT);
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).as("stays uncertain")
+                .isEqualTo(RecordState.UNCERTAIN);
+        assertThat(store().renew(scope, first, LEASE).block(WAIT)).as("a lapsed lease is not renewed").isFalse();
+        // The original request's real answer, arriving late, settles the doubt.
+        assertThat(complete(first, response("late but real"))).isEqualTo(CompletionResult.STORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("late but real"));
+    }
+
+    @Test
+    void onlyTheSamePayloadTurnsALapsedLeaseUncertain() {
+        OwnerToken first = OwnerToken.random();
+        reserve(request(FP, first).lease(SHORT));
+        letMoreThan(SHORT);
+
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())).state()).as("a mismatch only looks")
+                .isEqualTo(RecordState.IN_FLIGHT);
+        assertThat(store().renew(scope, first, LEASE).block(WAIT)).as("nothing lapsed it yet").isTrue();
+        letMoreThan(SHORT);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).as("renewed: still in flight")
+                .isEqualTo(RecordState.IN_FLIGHT);
+    }
+
+    @Test
+    void theOwnerRenewsItsLeaseAStrangerCannot() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lease(SHORT));
+
+        assertThat(store().renew(scope, OwnerToken.random(), LEASE).block(WAIT)).isFalse();
+        assertThat(store().renew(scope, owner, LEASE).block(WAIT)).isTrue();
+        letMoreThan(SHORT);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
+    }
+
+    @Test
+    void aRenewalSetsTheLeaseFromNow() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(store().renew(scope, owner, Duration.ofMillis(1)).block(WAIT)).isTrue();
+        letMoreThan(Duration.ofMillis(1));
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+    }
+
+    @Test
+    void onlyAnInFlightRecordIsRenewed() {
+        OwnerToken owner = OwnerToken.random();
+        assertThat(store().renew(scope, owner, LEASE).block(WAIT)).as("no record").isFalse();
+
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        assertThat(store().renew(scope, owner, LEASE).block(WAIT)).as("uncertain").isFalse();
+
+        complete(owner, response("done"));
+        assertThat(store().renew(scope, owner, LEASE).block(WAIT)).as("completed").isFalse();
+    }
+
+    // ---- retake
+
+    @Test
+    void anUncertainRecordIsRetakenOnlyWhenTheUpstreamHonoursTheKey() {
+        OwnerToken first = OwnerToken.random();
+        reserve(FP, first);
+        assertThat(store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.DONE);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+
+        OwnerToken second = OwnerToken.random();
+        assertThat(reserve(request(FP, second).retakeUncertain())).isEqualTo(new Reservation.Reserved(second));
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        assertThat(complete(first, response("stale"))).as("the former owner lost it")
+                .isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(store().release(scope, first).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(complete(second, response("fresh"))).isEqualTo(CompletionResult.STORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("fresh"));
+    }
+
+    @Test
+    void aLapsedLeaseIsRetakenInOneStepWhenTheUpstreamHonoursTheKey() {
+        OwnerToken first = OwnerToken.random();
+        reserve(request(FP, first).lease(SHORT));
+        letMoreThan(SHORT);
+
+        OwnerToken second = OwnerToken.random();
+        assertThat(reserve(request(FP, second).retakeUncertain())).isEqualTo(new Reservation.Reserved(second));
+        assertThat(complete(first, response("late"))).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(store().renew(scope, second, LEASE).block(WAIT)).isTrue();
+    }
+
+    @Test
+    void neitherAnInFlightNorACompletedRecordIsRetaken() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(taken(reserve(request(FP, OwnerToken.random()).retakeUncertain())).state())
+                .isEqualTo(RecordState.IN_FLIGHT);
+
+        complete(owner, response("done"));
+        assertThat(taken(reserve(request(FP, OwnerToken.random()).retakeUncertain())).state())
+                .isEqualTo(RecordState.COMPLETED);
+    }
+
+    // ---- complete
+
+    @Test
+    void onlyTheOwnerCompletesAndARetriedCompletionIsRecognised() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+
+        assertThat(complete(OwnerToken.random(), response("forged"))).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        assertThat(complete(owner, response("genuine"))).isEqualTo(CompletionResult.STORED);
+        assertThat(complete(owner, response("genuine"))).isEqualTo(CompletionResult.ALREADY_STORED);
+        assertThat(complete(owner, response("a second body"))).as("same owner, request and status: a retry")
+                .isEqualTo(CompletionResult.ALREADY_STORED);
+        assertThat(complete(OwnerToken.random(), response("forged"))).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).as("nothing written twice")
+                .contains(response("genuine"));
+    }
+
+    @Test
+    void aCompletionWithAnotherStatusOrRequestIsNoRetry() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        complete(owner, response("done"));
+
+        StoredResponse otherStatus = new StoredResponse(500, List.of(), new byte[0], false);
+        assertThat(complete(owner, otherStatus)).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(store().complete(new Completion(scope, owner, OTHER_FP, UPSTREAM, response("done"), RETENTION,
+                Optional.empty())).block(WAIT)).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("done"));
+    }
+
+    @Test
+    void theOwnerSettlesTheDoubtOfItsUncertainRecord() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+
+        assertThat(complete(OwnerToken.random(), response("forged"))).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(complete(owner, response("real"))).isEqualTo(CompletionResult.STORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("real"));
+    }
+
+    @Test
+    void aRecordThatVanishedIsStoredAnewByItsOwner() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).recordTtl(SHORT));
+        letMoreThan(SHORT);
+
+        assertThat(complete(owner, response("kept"))).isEqualTo(CompletionResult.RESTORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())))
+                .isEqualTo(new IdempotencyRecord(RecordState.COMPLETED, FP, Optional.of(response("kept")), false));
+        assertThat(complete(owner, response("kept"))).isEqualTo(CompletionResult.ALREADY_STORED);
+    }
+
+    // ---- release
+
+    @Test
+    void theOwnerReleasesTheKeyAndARetriedReleaseIsRecognised() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(store().release(scope, OwnerToken.random()).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        assertThat(store().release(scope, owner).block(WAIT)).isEqualTo(SettleResult.DONE);
+        assertThat(store().release(scope, owner).block(WAIT)).isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(store().release(scope, OwnerToken.random()).block(WAIT)).as("a stranger")
+                .isEqualTo(SettleResult.NOT_OWNER);
+
+        OwnerToken next = OwnerToken.random();
+        assertThat(reserve(OTHER_FP, next)).as("free for any payload").isEqualTo(new Reservation.Reserved(next));
+        assertThat(store().release(scope, owner).block(WAIT)).as("even once the key was taken again")
+                .isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(store().complete(new Completion(scope, next, OTHER_FP, UPSTREAM, response("next"), RETENTION,
+                Optional.empty())).block(WAIT)).as("the next reservation is untouched")
+                .isEqualTo(CompletionResult.STORED);
+    }
+
+    @Test
+    void theReleaseNoteNamesOnlyTheLastOwnerToRelease() {
+        OwnerToken first = OwnerToken.random();
+        OwnerToken second = OwnerToken.random();
+        reserve(FP, first);
+        store().release(scope, first).block(WAIT);
+        reserve(FP, second);
+        store().release(scope, second).block(WAIT);
+
+        assertThat(store().release(scope, second).block(WAIT)).isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(store().release(scope, first).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+    }
+
+    @Test
+    void anUncertainRecordIsReleasedByItsOwnerACompletedOneByNobody() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        assertThat(store().release(scope, owner).block(WAIT)).isEqualTo(SettleResult.DONE);
+
+        OwnerToken next = OwnerToken.random();
+        reserve(FP, next);
+        complete(next, response("done"));
+        assertThat(store().release(scope, next).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    // ---- markUncertain
+
+    @Test
+    void theOwnerMarksItsRecordUncertainAndARetriedMarkIsRecognised() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(store().markUncertain(scope, OwnerToken.random(), "forged", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.DONE);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(store().markUncertain(scope, owner, "another reason", RETENTION).block(WAIT))
+                .as("another reason is not a retry").isEqualTo(SettleResult.NOT_OWNER);
+    }
+
+    @Test
+    void aLapsedLeaseIsNotTheOwnersOwnUncertainMark() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lease(SHORT));
+        letMoreThan(SHORT);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.NOT_OWNER);
+    }
+
+    @Test
+    void onlyAnInFlightRecordIsMarkedUncertain() {
+        OwnerToken owner = OwnerToken.random();
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .as("no record").isEqualTo(SettleResult.NOT_OWNER);
+
+        reserve(FP, owner);
+        complete(owner, response("done"));
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    // ---- processes
+
+    @Test
+    void aLinkedProcessEndsOnceAndTheReplaySaysSo() {
+        OwnerToken owner = OwnerToken.random();
+        String processId = "p-" + UUID.randomUUID();
+        reserve(FP, owner);
+        completeStartingProcess(owner, processId, RETENTION);
+        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+
+        assertThat(store().processEnded("another-route", processId, "COMPLETED", RETENTION).block(WAIT))
+                .as("linked on its own route only").isFalse();
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT)).isTrue();
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT))
+                .as("ends once").isFalse();
+
+        IdempotencyRecord replay = taken(reserve(FP, OwnerToken.random()));
+        assertThat(replay.processEnded()).isTrue();
+        assertThat(replay.response()).contains(response("accepted"));
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())).processEnded()).as("a mismatch learns nothing")
+                .isFalse();
+    }
+
+    @Test
+    void aProcessEndsOnlyForTheRecordThatStartedIt() {
+        String processId = "p-" + UUID.randomUUID();
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT))
+                .as("never linked").isFalse();
+
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        complete(owner, response("no process"));
+        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT))
+                .as("the record started no process").isFalse();
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+    }
+
+    // ---- wake-ups
+
+    /** The three ways an owner settles its record, each of which must wake the requests waiting on it. */
+    enum Settle {
+        COMPLETE, RELEASE, MARK_UNCERTAIN;
+
+        void by(IdempotencyStore store, IdempotencyScope scope, OwnerToken owner) {
+            assertThat(run(store, scope, owner)).isIn(CompletionResult.STORED, SettleResult.DONE);
+        }
+
+        /** By someone who does not own the record: refused. */
+        void tryBy(IdempotencyStore store, IdempotencyScope scope, OwnerToken stranger) {
+            assertThat(run(store, scope, stranger)).isIn(CompletionResult.NOT_OWNER, SettleResult.NOT_OWNER);
+        }
+
+        private Object run(IdempotencyStore store, IdempotencyScope scope, OwnerToken owner) {
+            return switch (this) {
+                case COMPLETE -> store.complete(new Completion(scope, owner, FP, UPSTREAM, response("done"),
+                        RETENTION, Optional.empty())).block(WAIT);
+                case RELEASE -> store.release(scope, owner).block(WAIT);
+                case MARK_UNCERTAIN -> store.markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+            };
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Settle.class)
+    void settlingWakesTheWaitersAndNothingElseDoes(Settle settle) throws Exception {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        try (SettleWaiter waiter = store().awaitSettle(scope)) {
+            CompletableFuture<Void> woken = waiter.settled().toFuture();
+            assertThat(taken(reserve(request(FP, OwnerToken.random()).willWait())).state())
+                    .isEqualTo(RecordState.IN_FLIGHT);
+            store().renew(scope, owner, LEASE).block(WAIT);
+            OwnerToken stranger = OwnerToken.random();
+            Settle.COMPLETE.tryBy(store(), scope, stranger);
+            Settle.RELEASE.tryBy(store(), scope, stranger);
+            Settle.MARK_UNCERTAIN.tryBy(store(), scope, stranger);
+            reserve(OTHER_FP, OwnerToken.random());
+            deliverWakeUps();
+            assertThat(woken).as("nothing settled yet").isNotDone();
+
+            settle.by(store(), scope, owner);
+            woken.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    @Test
+    void aLapsedLeaseWakesTheRequestsThatSaidTheyWouldWait() throws Exception {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        try (SettleWaiter waiter = store().awaitSettle(scope)) {
+            CompletableFuture<Void> woken = waiter.settled().toFuture();
+            reserve(request(FP, OwnerToken.random()).willWait());
+            lapse(owner);
+            deliverWakeUps();
+            assertThat(woken).as("a lapse is only found by a reservation").isNotDone();
+
+            assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+            woken.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    @Test
+    void aLapsedLeaseWakesNobodyWhenNobodySaidItWouldWait() throws Exception {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        try (SettleWaiter waiter = store().awaitSettle(scope)) {
+            CompletableFuture<Void> woken = waiter.settled().toFuture();
+            lapse(owner);
+            assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+            deliverWakeUps();
+            assertThat(woken).isNotDone();
+
+            // The owner's late answer still settles it, and that wakes whoever registered.
+            assertThat(complete(owner, response("late"))).isEqualTo(CompletionResult.STORED);
+            woken.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    // ---- lifetimes
+
+    @Test
+    void anUnsettledRecordLivesItsRecordTtl() {
+        reserve(request(FP, OwnerToken.random()).recordTtl(SHORT));
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void aLapseStartsTheRecordTtlOfTheReservationThatFoundIt() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lease(SHORT));
+        letMoreThan(SHORT);
+        assertThat(taken(reserve(request(FP, OwnerToken.random()).recordTtl(SHORT))).state())
+                .isEqualTo(RecordState.UNCERTAIN);
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void aRetakeStartsItsOwnRecordTtl() {
+        OwnerToken first = OwnerToken.random();
+        reserve(FP, first);
+        store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT);
+        reserve(request(FP, OwnerToken.random()).retakeUncertain().recordTtl(SHORT));
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void aCompletedRecordLivesTheCompletionsTtl() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(store().complete(new Completion(scope, owner, FP, UPSTREAM, response("done"), SHORT,
+                Optional.empty())).block(WAIT)).isEqualTo(CompletionResult.STORED);
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void anUncertainMarkSetsTheRecordsTtl() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "response timeout", SHORT).block(WAIT);
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void theRetentionStartsWhenTheLinkedProcessEnds() {
+        OwnerToken owner = OwnerToken.random();
+        String processId = "p-" + UUID.randomUUID();
+        reserve(FP, owner);
+        completeStartingProcess(owner, processId, RETENTION);
+        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", SHORT).block(WAIT)).isTrue();
+        letMoreThan(SHORT);
+
+        assertFree();
+    }
+
+    @Test
+    void aProcessLinkLivesItsTtl() {
+        OwnerToken owner = OwnerToken.random();
+        String processId = "p-" + UUID.randomUUID();
+        reserve(FP, owner);
+        completeStartingProcess(owner, processId, RETENTION);
+        store().linkProcess(scope.routeId(), processId, scope, SHORT).block(WAIT);
+        letMoreThan(SHORT);
+
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT)).isFalse();
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+    }
+
+    // ---- helpers
+
+    static IdempotencyScope newScope() {
+        return new IdempotencyScope("tenant", "route", new IdempotencyKey(UUID.randomUUID().toString()));
+    }
+
+    static StoredResponse response(String body) {
+        return new StoredResponse(202, List.of(new ResponseHeader("Location", "/processes/1"),
+                new ResponseHeader("Retry-After", "3")), body.getBytes(StandardCharsets.UTF_8), false);
+    }
+
+    /** Lets a deadline {@code time} away pass: deadlines are exclusive, so one millisecond more. */
+    void letMoreThan(Duration time) {
+        letPass(time.plusMillis(1));
+    }
+
+    /** Ends the owner's lease now, without a short lease racing the setup before it. */
+    void lapse(OwnerToken owner) {
+        assertThat(store().renew(scope, owner, Duration.ofMillis(1)).block(WAIT)).isTrue();
+        letMoreThan(Duration.ofMillis(1));
+    }
+
+    Reservation reserve(Fingerprint fingerprint, OwnerToken owner) {
+        return reserve(request(fingerprint, owner));
+    }
+
+    Reservation reserve(Request request) {
+        return store().reserve(request.build()).block(WAIT);
+    }
+
+    Request request(Fingerprint fingerprint, OwnerToken owner) {
+        return new Request(fingerprint, owner);
+    }
+
+    CompletionResult complete(OwnerToken owner, StoredResponse response) {
+        return store().complete(new Completion(scope, owner, FP, UPSTREAM, response, RETENTION, Optional.empty()))
+                .block(WAIT);
+    }
+
+    void completeStartingProcess(OwnerToken owner, String processId, Duration ttl) {
+        assertThat(store().complete(new Completion(scope, owner, FP, UPSTREAM, response("accepted"), ttl,
+                Optional.of(processId))).block(WAIT)).isEqualTo(CompletionResult.STORED);
+    }
+
+    static IdempotencyRecord taken(Reservation reservation) {
+        assertThat(reservation).isInstanceOf(Reservation.Taken.class);
+        return ((Reservation.Taken) reservation).existing();
+    }
+
+    /** The key holds no record: the next reservation, for any payload, gets it. */
+    void assertFree() {
+        OwnerToken next = OwnerToken.random();
+        assertThat(reserve(OTHER_FP, next)).isEqualTo(new Reservation.Reserved(next));
+    }
+
+    /** A reservation of this test's scope; long lease, a day's ttl, no waiting, no retake unless told. */
+    final class Request {
+        private final Fingerprint fingerprint;
+        private final OwnerToken owner;
+        private Duration lease = LEASE;
+        private Duration recordTtl = RETENTION.plus(LEASE);
+        private boolean willWait;
+        private boolean retakeUncertain;
+
+        Request(Fingerprint fingerprint, OwnerToken owner) {
+            this.fingerprint = fingerprint;
+            this.owner = owner;
+        }
+
+        Request lease(Duration lease) {
+            this.lease = lease;
+            return this;
+        }
+
+        Request recordTtl(Duration recordTtl) {
+            this.recordTtl = recordTtl;
+            return this;
+        }
+
+        Request willWait() {
+            this.willWait = true;
+            return this;
+        }
+
+        Request retakeUncertain() {
+            this.retakeUncertain = true;
+            return this;
+        }
+
+        ReservationRequest build() {
+            return new ReservationRequest(scope, fingerprint, owner, lease, recordTtl, UPSTREAM, willWait,
+                    retakeUncertain);
+        }
+    }
+}

@@ -1,0 +1,393 @@
+package dev.retrysafe.gateway.idempotency.support;
+
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
+import dev.retrysafe.gateway.idempotency.record.RecordState;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+import reactor.core.publisher.Mono;
+
+/**
+ * The {@link IdempotencyStore} in memory, for tests that should run in milliseconds: what the Redis store's Lua
+ * scripts do, step by step, on a map. Each operation is one {@code synchronized} step, as each script is one atomic
+ * step on the Redis server; nothing happens before the returned Mono is subscribed, as with Redis.
+ * <p>
+ * Time is read from an injected clock (the Redis store reads the Redis server's TIME): leases lapse and records,
+ * release notes and process links expire when that clock passes their deadline, never by themselves, so a test
+ * moves a {@link MutableClock} instead of sleeping. Deadlines are exclusive, as in Redis: a lease lapses once the
+ * clock is past {@code lease_until}, a record expires once the clock is past its expiry.
+ * <p>
+ * Wake-ups go through {@link SettleSignals} like the Redis store's: a settle call that did something (any result
+ * but NOT_OWNER) signals the scope, and so does a lease found lapsed while someone announced it would wait (Redis
+ * publishes that one on its wake-up channel). {@code IdempotencyStoreContract} runs the same behaviours against
+ * this store and the Redis one, so the two cannot drift apart unnoticed.
+ */
+public final class InMemoryIdempotencyStore implements IdempotencyStore {
+    /** What a lapsed lease leaves as the uncertain reason, word for word as idempotency_reserve.lua does. */
+    public static final String LEASE_LAPSED_REASON =
+            "lease lapsed: the gateway instance forwarding the request stopped renewing it";
+    /** As RedisIdempotencyStore.RELEASE_NOTE_TTL: how long a retried release recognises its own earlier release. */
+    public static final Duration RELEASE_NOTE_TTL = Duration.ofMinutes(1);
+    private static final String PROCESS_PENDING = "PENDING";
+    private static final String PROCESS_ENDED = "ENDED";
+
+    private final LongSupplier clock;
+    private final SettleSignals signals;
+    /** By scope hash, as the Redis keys idempotency:{hash}. */
+    private final Map<String, Entry> records = new HashMap<>();
+    /** By scope hash, as idempotency-released:{hash}: the owner that released the record last. */
+    private final Map<String, Expiring> releaseNotes = new HashMap<>();
+    /** By route and process id, as idempotency-process:route:id: the scope hash of the record. */
+    private final Map<String, Expiring> processLinks = new HashMap<>();
+
+    /** On the system clock. */
+    public InMemoryIdempotencyStore() {
+        this(Clock.systemUTC());
+    }
+
+    public InMemoryIdempotencyStore(Clock clock) {
+        this(clock::millis);
+    }
+
+    /** @param millis the current time in epoch milliseconds */
+    public InMemoryIdempotencyStore(LongSupplier millis) {
+        this(millis, new SettleSignals());
+    }
+
+    public InMemoryIdempotencyStore(LongSupplier millis, SettleSignals signals) {
+        this.clock = millis;
+        this.signals = signals;
+    }
+
+    @Override
+    public Mono<Reservation> reserve(ReservationRequest r) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = r.scope().hash();
+            Entry entry = live(hash, now);
+            if (entry == null) {
+                entry = new Entry(r.fingerprint());
+                entry.state = RecordState.IN_FLIGHT;
+                entry.owner = r.owner();
+                entry.leaseUntil = now + millis(r.lease());
+                // The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
+                entry.expiresAt = now + millis(r.recordTtl());
+                records.put(hash, entry);
+                return new Reservation.Reserved(r.owner());
+            }
+            if (!entry.fingerprint.equals(r.fingerprint())) {
+                // Another payload: the record as it stands (no lapse applied), never its response.
+                return taken(entry.state, entry.fingerprint, Optional.empty(), false);
+            }
+            if (entry.state == RecordState.IN_FLIGHT && entry.leaseUntil < now) {
+                entry.state = RecordState.UNCERTAIN;
+                entry.uncertainReason = LEASE_LAPSED_REASON;
+                entry.expiresAt = now + millis(r.recordTtl());
+                if (entry.waiters > 0) {
+                    wakeUps.add(hash);
+                }
+            }
+            if (entry.state == RecordState.UNCERTAIN && r.retakeUncertain()) {
+                // The upstream recognises the key itself: sending it again cannot act twice.
+                entry.state = RecordState.IN_FLIGHT;
+                entry.owner = r.owner();
+                entry.leaseUntil = now + millis(r.lease());
+                entry.attempts++;
+                entry.expiresAt = now + millis(r.recordTtl());
+                return new Reservation.Reserved(r.owner());
+            }
+            if (entry.state == RecordState.COMPLETED) {
+                return taken(entry.state, entry.fingerprint, Optional.of(copy(entry.response)),
+                        PROCESS_ENDED.equals(entry.processState));
+            }
+            if (entry.state == RecordState.IN_FLIGHT && r.willWait()) {
+                entry.waiters++;
+            }
+            return taken(entry.state, entry.fingerprint, Optional.empty(), false);
+        });
+    }
+
+    @Override
+    public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            Entry entry = live(scope.hash(), now);
+            if (entry == null || entry.state != RecordState.IN_FLIGHT || !owner.equals(entry.owner)) {
+                return false;
+            }
+            // Not checked against the clock: only a reservation turns a lapsed lease UNCERTAIN, as in Redis.
+            entry.leaseUntil = now + millis(lease);
+            return true;
+        });
+    }
+
+    @Override
+    public Mono<CompletionResult> complete(Completion c) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = c.scope().hash();
+            Entry entry = live(hash, now);
+            int status = c.response().status();
+            if (entry != null && entry.state == RecordState.COMPLETED && c.owner().equals(entry.owner)
+                    && entry.fingerprint.equals(c.fingerprint()) && entry.status == status) {
+                // A retried call whose first attempt landed: same owner, same request, same status.
+                wakeUps.add(hash);
+                return CompletionResult.ALREADY_STORED;
+            }
+            CompletionResult result = CompletionResult.STORED;
+            if (entry == null) {
+                // The record vanished: nobody else can own a record that does not exist.
+                entry = new Entry(c.fingerprint());
+                entry.restored = true;
+                records.put(hash, entry);
+                result = CompletionResult.RESTORED;
+            } else if ((entry.state != RecordState.IN_FLIGHT && entry.state != RecordState.UNCERTAIN)
+                    || !c.owner().equals(entry.owner)) {
+                return CompletionResult.NOT_OWNER;
+            }
+            entry.state = RecordState.COMPLETED;
+            entry.response = copy(c.response());
+            entry.status = status;
+            entry.owner = c.owner();
+            entry.waiters = 0;
+            entry.leaseUntil = 0;
+            if (c.processId().isPresent()) {
+                entry.processId = c.processId().get();
+                entry.processState = PROCESS_PENDING;
+            }
+            entry.expiresAt = now + millis(c.ttl());
+            wakeUps.add(hash);
+            return result;
+        });
+    }
+
+    @Override
+    public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = scope.hash();
+            Entry entry = live(hash, now);
+            if (entry == null || (entry.state != RecordState.IN_FLIGHT && entry.state != RecordState.UNCERTAIN)
+                    || !owner.equals(entry.owner)) {
+                Expiring note = live(releaseNotes, hash, now);
+                if (note != null && note.value.equals(owner.value())) {
+                    wakeUps.add(hash);
+                    return SettleResult.ALREADY_DONE;
+                }
+                return SettleResult.NOT_OWNER;
+            }
+            records.remove(hash);
+            releaseNotes.put(hash, new Expiring(owner.value(), now + millis(RELEASE_NOTE_TTL)));
+            wakeUps.add(hash);
+            return SettleResult.DONE;
+        });
+    }
+
+    @Override
+    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = scope.hash();
+            Entry entry = live(hash, now);
+            if (entry == null) {
+                return SettleResult.NOT_OWNER;
+            }
+            // The reason tells the owner's own mark from a lapse of its lease, which also leaves it UNCERTAIN.
+            if (entry.state == RecordState.UNCERTAIN && owner.equals(entry.owner)
+                    && reason.equals(entry.uncertainReason)) {
+                wakeUps.add(hash);
+                return SettleResult.ALREADY_DONE;
+            }
+            if (entry.state != RecordState.IN_FLIGHT || !owner.equals(entry.owner)) {
+                return SettleResult.NOT_OWNER;
+            }
+            entry.state = RecordState.UNCERTAIN;
+            entry.uncertainReason = reason;
+            entry.leaseUntil = 0;
+            entry.waiters = 0;
+            entry.expiresAt = now + millis(ttl);
+            wakeUps.add(hash);
+            return SettleResult.DONE;
+        });
+    }
+
+    @Override
+    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+        return step(wakeUps -> {
+            // SET ... PX ttl: the link's own expiry, not clamped like the record's.
+            processLinks.put(processKey(routeId, processId),
+                    new Expiring(scope.hash(), clock.getAsLong() + ttl.toMillis()));
+            return Boolean.TRUE;
+        }).then();
+    }
+
+    @Override
+    public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            Expiring link = live(processLinks, processKey(routeId, processId), now);
+            if (link == null) {
+                return false;
+            }
+            Entry entry = live(link.value, now);
+            if (entry == null || !processId.equals(entry.processId) || PROCESS_ENDED.equals(entry.processState)) {
+                return false;
+            }
+            entry.processState = PROCESS_ENDED;
+            entry.processStatus = terminalValue;
+            entry.expiresAt = now + millis(retention);
+            return true;
+        });
+    }
+
+    @Override
+    public SettleWaiter awaitSettle(IdempotencyScope scope) {
+        return signals.register(scope.hash());
+    }
+
+    /** The wake-ups of this store, for tests that count waiters. */
+    public SettleSignals signals() {
+        return signals;
+    }
+
+    /**
+     * The record of a scope as the store holds it now, or empty when there is none (or it expired). Looks only:
+     * unlike a reservation it never turns a lapsed lease UNCERTAIN, as an operator's look at Redis would not.
+     */
+    public synchronized Optional<StoredRecord> record(IdempotencyScope scope) {
+        Entry entry = live(scope.hash(), clock.getAsLong());
+        return Optional.ofNullable(entry).map(Entry::view);
+    }
+
+    /** How many records the store holds now (expired ones not counted). */
+    public synchronized int size() {
+        long now = clock.getAsLong();
+        records.values().removeIf(entry -> now > entry.expiresAt);
+        return records.size();
+    }
+
+    /**
+     * Forgets a record, as a Redis that restarted without persistence would: the owner's completion then writes it
+     * anew ({@link CompletionResult#RESTORED}).
+     */
+    public synchronized void forget(IdempotencyScope scope) {
+        records.remove(scope.hash());
+    }
+
+    /**
+     * One record as it stands, the fields of the Redis hash that tests look at.
+     *
+     * @param leaseUntil     when the owner's lease ends (epoch ms), for an IN_FLIGHT record
+     * @param expiresAt      when the record goes (epoch ms)
+     * @param attempts       how many times it was reserved (a retaken UNCERTAIN record counts again)
+     * @param waiters        reservations that announced they would wait, since it was last settled
+     * @param processEndedWith the terminal status the process its stored response started ended with, once it has
+     * @param restored       written anew by a completion after the record had vanished
+     */
+    public record StoredRecord(RecordState state, Fingerprint fingerprint, OwnerToken owner,
+            Optional<StoredResponse> response, OptionalLong leaseUntil, long expiresAt, int attempts, int waiters,
+            Optional<String> uncertainReason, Optional<String> processId, Optional<String> processEndedWith,
+            boolean restored) {
+    }
+
+    /** Runs one atomic step, then the wake-ups it asked for, outside the lock (waiters may call back in). */
+    private <T> Mono<T> step(Function<List<String>, T> body) {
+        return Mono.fromSupplier(() -> {
+            List<String> wakeUps = new ArrayList<>(1);
+            T result;
+            synchronized (this) {
+                result = body.apply(wakeUps);
+            }
+            wakeUps.forEach(signals::signal);
+            return result;
+        });
+    }
+
+    private Entry live(String hash, long now) {
+        Entry entry = records.get(hash);
+        if (entry != null && now > entry.expiresAt) {
+            records.remove(hash);
+            return null;
+        }
+        return entry;
+    }
+
+    private static Expiring live(Map<String, Expiring> map, String key, long now) {
+        Expiring value = map.get(key);
+        if (value != null && now > value.expiresAt) {
+            map.remove(key);
+            return null;
+        }
+        return value;
+    }
+
+    private static Reservation taken(RecordState state, Fingerprint fingerprint, Optional<StoredResponse> response,
+            boolean processEnded) {
+        return new Reservation.Taken(new IdempotencyRecord(state, fingerprint, response, processEnded));
+    }
+
+    /** As the Redis store sends durations: whole milliseconds, at least one (PEXPIRE 0 would delete the key). */
+    private static long millis(Duration duration) {
+        return Math.max(1, duration.toMillis());
+    }
+
+    private static String processKey(String routeId, String processId) {
+        return routeId + ":" + processId;
+    }
+
+    /** Stored bytes are the store's own: neither the caller's array nor the one handed back can change them. */
+    private static StoredResponse copy(StoredResponse response) {
+        return new StoredResponse(response.status(), response.headers(), response.body().clone(),
+                response.bodyOmitted());
+    }
+
+    private record Expiring(String value, long expiresAt) {
+    }
+
+    /** The fields of one Redis record hash that change what the store answers. */
+    private static final class Entry {
+        final Fingerprint fingerprint;
+        RecordState state;
+        OwnerToken owner;
+        long leaseUntil;
+        int attempts = 1;
+        int waiters;
+        long expiresAt;
+        StoredResponse response;
+        int status;
+        String uncertainReason;
+        String processId;
+        String processState;
+        String processStatus;
+        boolean restored;
+
+        Entry(Fingerprint fingerprint) {
+            this.fingerprint = fingerprint;
+        }
+
+        StoredRecord view() {
+            return new StoredRecord(state, fingerprint, owner, Optional.ofNullable(response).map(
+                    InMemoryIdempotencyStore::copy),
+                    state == RecordState.IN_FLIGHT ? OptionalLong.of(leaseUntil) : OptionalLong.empty(), expiresAt,
+                    attempts, waiters, Optional.ofNullable(uncertainReason), Optional.ofNullable(processId),
+                    Optional.ofNullable(processStatus), restored);
+        }
+    }
+}
