@@ -25,6 +25,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 
@@ -92,5 +93,14 @@ public class IdempotencyFilterAutoConfiguration {
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
                 p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
                 p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD);
+    }
+
+    /**
+     * Unknown idempotency.* properties and Idempotency route args (unless idempotency.fail-on-unknown-settings is
+     * false), and route settings that break a rule, fail the startup before any bean is created.
+     */
+    @Bean
+    static SettingsCheck idempotencySettingsCheck(Environment environment) {
+        return new SettingsCheck(environment);
     }
 }

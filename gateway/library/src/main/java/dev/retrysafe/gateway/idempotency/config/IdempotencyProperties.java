@@ -37,7 +37,8 @@ public record IdempotencyProperties(
         @DefaultValue("100ms") Duration replicaAckTimeout,
         @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
-        @DefaultValue RecordCountSampling recordCounts) {
+        @DefaultValue RecordCountSampling recordCounts,
+        @DefaultValue("true") boolean failOnUnknownSettings) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);

@@ -15,11 +15,14 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
 import org.springframework.cloud.gateway.filter.factory.AbstractGatewayFilterFactory;
@@ -36,6 +39,7 @@ import org.springframework.util.unit.DataSize;
  * Every arg is optional and falls back to the {@code idempotency.*} property of the same name.
  */
 public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactory<IdempotencyGatewayFilterFactory.Config> {
+    private static final Pattern LEADING_ARG = Pattern.compile("([a-z]+(?:-[a-z]+)*) ");
 
     private final RouteDefaults defaults;
     private final IdempotencyStore store;
@@ -71,7 +75,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
 
     @Override
     public GatewayFilter apply(Config config) {
-        RoutePolicy policy = policy(config);
+        RoutePolicy policy = checkedPolicy(defaults, config);
         if (config.getRouteId() != null) {
             policy.processTracking().ifPresent(tracking ->
                     statusObserver.register(config.getRouteId(), tracking, policy.retention()));
@@ -80,7 +84,19 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 responseTimeout);
     }
 
-    RoutePolicy policy(Config c) {
+    /**
+     * The route's policy from its args and the defaults, or {@link InvalidRouteSetting} naming the arg and the rule
+     * it breaks. Static so that the startup check can run it before Spring Cloud Gateway builds any route.
+     */
+    public static RoutePolicy checkedPolicy(RouteDefaults defaults, Config config) {
+        try {
+            return policy(defaults, config);
+        } catch (IllegalArgumentException e) {
+            throw invalid(config, e);
+        }
+    }
+
+    private static RoutePolicy policy(RouteDefaults defaults, Config c) {
         int min = or(c.getKeyMinLength(), defaults.keyMinLength());
         int max = or(c.getKeyMaxLength(), defaults.keyMaxLength());
         Set<String> methods = or(c.getMethods(), defaults.methods()).stream()
@@ -105,6 +121,29 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
                 processTracking(c),
                 defaults.forwardWhenStoreUnavailable());
+    }
+
+    /** Every rule's message starts with the arg it is about ("replay-status must be a 2xx status, was 500"). */
+    private static InvalidRouteSetting invalid(Config c, IllegalArgumentException e) {
+        String rule = String.valueOf(e.getMessage());
+        Matcher named = LEADING_ARG.matcher(rule);
+        Optional<String> setting = named.lookingAt() ? Optional.of(named.group(1)) : Optional.empty();
+        boolean setOnRoute = setting.map(name -> argSetOnRoute(c, name)).orElse(false);
+        InvalidRouteSetting invalid = new InvalidRouteSetting(c.getRouteId() == null ? "" : c.getRouteId(), setting,
+                setOnRoute, rule);
+        invalid.initCause(e);
+        return invalid;
+    }
+
+    private static boolean argSetOnRoute(Config c, String arg) {
+        String getter = "get" + Arrays.stream(arg.split("-"))
+                .map(part -> part.isEmpty() ? part : Character.toUpperCase(part.charAt(0)) + part.substring(1))
+                .collect(Collectors.joining());
+        try {
+            return Config.class.getMethod(getter).invoke(c) != null;
+        } catch (ReflectiveOperationException notAnArg) {
+            return false;
+        }
     }
 
     private static Optional<ProcessTracking> processTracking(Config c) {

@@ -45,8 +45,13 @@ public record RoutePolicy(
         if (inFlightWait.isNegative()) {
             throw new IllegalArgumentException("in-flight-wait must not be negative");
         }
-        if (maxRequestBytes < 0 || maxStoredResponseBytes < 0) {
-            throw new IllegalArgumentException("byte limits must not be negative");
+        if (maxRequestBytes < 0) {
+            throw new IllegalArgumentException("max-request-bytes must not be negative (byte limits), was "
+                    + maxRequestBytes);
+        }
+        if (maxStoredResponseBytes < 0) {
+            throw new IllegalArgumentException("max-stored-response-bytes must not be negative (byte limits), was "
+                    + maxStoredResponseBytes);
         }
     }
 

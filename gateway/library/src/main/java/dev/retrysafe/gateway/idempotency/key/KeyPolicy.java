@@ -16,11 +16,11 @@ public record KeyPolicy(int minLength, int maxLength) {
 
     public KeyPolicy {
         if (minLength < 1) {
-            throw new IllegalArgumentException("minLength must be at least 1, was " + minLength);
+            throw new IllegalArgumentException("key-min-length must be at least 1, was " + minLength);
         }
         if (maxLength < minLength) {
             throw new IllegalArgumentException(
-                    "maxLength (" + maxLength + ") must not be less than minLength (" + minLength + ")");
+                    "key-min-length (" + minLength + ") must not be more than key-max-length (" + maxLength + ")");
         }
     }
 

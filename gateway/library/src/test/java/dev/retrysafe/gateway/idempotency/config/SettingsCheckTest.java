@@ -1,0 +1,133 @@
+package dev.retrysafe.gateway.idempotency.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
+import dev.retrysafe.gateway.idempotency.filter.InvalidRouteSetting;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
+import org.springframework.core.env.StandardEnvironment;
+
+/** Settings nobody reads fail the startup, naming the nearest valid name; a wrong value is one short message. */
+class SettingsCheckTest {
+    static final String ROUTE = "spring.cloud.gateway.server.webflux.routes[0].";
+    final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
+                    DataRedisReactiveAutoConfiguration.class, IdempotencyStoreAutoConfiguration.class,
+                    IdempotencyObservabilityAutoConfiguration.class, IdempotencyOperatorAutoConfiguration.class,
+                    IdempotencyFilterAutoConfiguration.class));
+
+    @Test
+    void aMisspeltPropertyFailsTheStartupNamingTheOneMeant() {
+        runner.withPropertyValues("idempotency.key-min-lenght=20").run(context -> {
+            assertThat(context).hasFailed();
+            FailureAnalysis analysis = new SettingsFailureAnalyzer(new StandardEnvironment())
+                    .analyze(context.getStartupFailure());
+            assertThat(analysis).isNotNull();
+            assertThat(analysis.getDescription())
+                    .contains("idempotency.key-min-lenght")
+                    .contains("did you mean idempotency.key-min-length?");
+            assertThat(analysis.getAction()).contains("docs/reference/configuration.md");
+        });
+    }
+
+    @Test
+    void aNameFarFromEveryPropertyIsNamedWithoutAGuess() {
+        runner.withPropertyValues("idempotency.completely-unrelated-thing=1").run(context ->
+                assertThat(context.getStartupFailure()).isInstanceOf(UnknownSettings.class)
+                        .hasMessageContaining("idempotency.completely-unrelated-thing")
+                        .hasMessageNotContaining("did you mean"));
+    }
+
+    @Test
+    void everyKnownFormStartsListsMapsAndNestedOnes() {
+        runner.withPropertyValues("idempotency.key-min-length=20", "idempotency.methods[0]=POST",
+                "idempotency.unordered-arrays=sites,integrations", "idempotency.record-counts.enabled=false",
+                "idempotency.process-poll.max-delay=30s", "idempotency.openapi.enabled=false")
+                .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void theCheckCanBeSwitchedOff() {
+        runner.withPropertyValues("idempotency.fail-on-unknown-settings=false", "idempotency.key-min-lenght=20")
+                .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void aMisspeltRouteArgFailsTheStartupNamingTheRouteAndTheArgMeant() {
+        runner.withPropertyValues(ROUTE + "id=onboarding", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/merchants/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.unordered-arays=sites").run(context -> {
+            assertThat(context).hasFailed();
+            String description = new SettingsFailureAnalyzer(new StandardEnvironment())
+                    .analyze(context.getStartupFailure()).getDescription();
+            assertThat(description).contains("arg unordered-arays of the Idempotency filter")
+                    .contains("route 'onboarding'").contains("did you mean unordered-arrays?");
+        });
+    }
+
+    @Test
+    void routeArgsInEitherSpellingAndOtherFiltersArgsAreLeftAlone() {
+        runner.withPropertyValues(ROUTE + "id=onboarding", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/merchants/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.keyMinLength=20", ROUTE + "filters[0].args.unordered-arrays=sites",
+                ROUTE + "filters[1].name=AddRequestHeader", ROUTE + "filters[1].args.name=X-Anything",
+                ROUTE + "filters[1].args.value=1")
+                .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void aWrongDefaultIsOneMessageNamingThePropertyItsValueAndTheRule() {
+        runner.withPropertyValues("idempotency.key-min-length=100").run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+            config.setRouteId("onboarding");
+            InvalidRouteSetting failure = catchInvalid(factory, config);
+            FailureAnalysis analysis = new SettingsFailureAnalyzer(context.getEnvironment()).analyze(
+                    new IllegalStateException("wrapped", failure));
+            assertThat(analysis.getDescription())
+                    .contains("route 'onboarding'")
+                    .contains("key-min-length (100) must not be more than key-max-length (64)")
+                    .contains("From the default: idempotency.key-min-length = 100");
+            assertThat(analysis.getAction()).contains("Correct idempotency.key-min-length");
+        });
+    }
+
+    @Test
+    void aWrongRouteArgIsNamedAsTheRoutes() {
+        runner.run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+            config.setRouteId("onboarding");
+            config.setReplayStatus(500);
+            InvalidRouteSetting failure = catchInvalid(factory, config);
+            assertThat(failure.setting()).contains("replay-status");
+            assertThat(failure.setOnRoute()).isTrue();
+            assertThat(new SettingsFailureAnalyzer(context.getEnvironment()).analyze(failure).getDescription())
+                    .contains("replay-status must be a 2xx status, was 500")
+                    .contains("Set on the route: arg replay-status");
+        });
+    }
+
+    private static InvalidRouteSetting catchInvalid(IdempotencyGatewayFilterFactory factory,
+            IdempotencyGatewayFilterFactory.Config config) {
+        try {
+            factory.apply(config);
+        } catch (InvalidRouteSetting expected) {
+            return expected;
+        }
+        throw new AssertionError("the filter was built from invalid settings");
+    }
+
+    @Test
+    void theNearestNameForgivesTyposButNotStrangers() {
+        assertThat(NearestName.distance("lenght", "length")).isEqualTo(1);
+        assertThat(NearestName.to("key-min-lenght", java.util.List.of("key-min-length", "key-max-length")))
+                .contains("key-min-length");
+        assertThat(NearestName.to("color", java.util.List.of("key-min-length", "retention"))).isEmpty();
+    }
+}
