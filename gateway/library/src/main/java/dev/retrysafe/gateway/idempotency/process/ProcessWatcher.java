@@ -9,6 +9,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
@@ -19,7 +23,8 @@ import reactor.core.publisher.Mono;
  * with back-off while nobody asks. Polling is per instance and in memory; a key whose watcher died stays bound until
  * the status is read through some gateway or the hard cap ends.
  */
-public final class ProcessWatcher implements DisposableBean {
+public final class ProcessWatcher implements DisposableBean, ApplicationListener<ContextClosedEvent>,
+        ApplicationContextAware {
     private static final Logger log = LoggerFactory.getLogger(ProcessWatcher.class);
 
     private final IdempotencyStore store;
@@ -27,6 +32,8 @@ public final class ProcessWatcher implements DisposableBean {
     private final Duration initialDelay;
     private final Duration maxDelay;
     private final Map<String, Disposable> polls = new ConcurrentHashMap<>();
+    private volatile boolean closing;
+    private ApplicationContext context;
 
     public ProcessWatcher(IdempotencyStore store, WebClient http, Duration initialDelay, Duration maxDelay) {
         this.store = store;
@@ -56,6 +63,9 @@ public final class ProcessWatcher implements DisposableBean {
 
     private void startPolling(String routeId, String processId, ProcessTracking tracking, String upstream,
             Duration retention) {
+        if (closing) {
+            return;
+        }
         if (!upstream.startsWith("http://") && !upstream.startsWith("https://")) {
             log.debug("Not polling process {}: upstream {} is not a plain HTTP URI", processId, upstream);
             return;
@@ -68,7 +78,11 @@ public final class ProcessWatcher implements DisposableBean {
                 .filter(Optional::isPresent)
                 .flatMap(status -> observed(routeId, processId, status.get(), retention))
                 .doFinally(signal -> polls.remove(k))
-                .subscribe(ended -> { }, error -> log.warn("Polling process {} failed: {}", processId, error.toString())));
+                .subscribe(ended -> { }, error -> {
+                    if (!closing) {
+                        log.warn("Polling process {} failed: {}", processId, error.toString());
+                    }
+                }));
     }
 
     /** Asks the status resource after {@code delay}, then again with a doubled delay, until it reports an end. */
@@ -97,8 +111,31 @@ public final class ProcessWatcher implements DisposableBean {
         }
     }
 
+    /** Processes being polled now. */
+    public int polling() {
+        return polls.size();
+    }
+
+    /**
+     * The context is closing: polls stop before anything else does. Left running, a poll that sees its process end
+     * would call a Redis client already stopped, and log a warning per pending process on every normal stop.
+     */
+    @Override
+    public void onApplicationEvent(ContextClosedEvent event) {
+        // A child context closing (Spring Cloud creates some) announces it here too: only our own close counts.
+        if (context == null || event.getApplicationContext() == context) {
+            destroy();
+        }
+    }
+
+    @Override
+    public void setApplicationContext(ApplicationContext applicationContext) {
+        this.context = applicationContext;
+    }
+
     @Override
     public void destroy() {
+        closing = true;
         polls.values().forEach(Disposable::dispose);
         polls.clear();
     }
