@@ -12,10 +12,12 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.web.server.ServerWebExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.netty.Connection;
 import reactor.netty.channel.AbortedException;
 
 /** Writes what the gateway answers without calling the upstream: error envelopes and replays. */
@@ -70,9 +72,27 @@ public final class GatewayResponses {
      */
     private static Mono<Void> write(ServerHttpResponse response, byte[] body) {
         return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)))
-                .onErrorResume(AbortedException.class, gone -> {
+                .onErrorResume(failure -> clientGone(response, failure), gone -> {
                     log.debug("The client went away before its answer was written: {}", gone.toString());
                     return Mono.empty();
                 });
+    }
+
+    /**
+     * The write failed because the connection is closed: reactor-netty says so with AbortedException, or Netty,
+     * when the channel was already deregistered, with "channel not registered to an event loop". Judged by the
+     * connection itself, so that no other failure is taken for a client gone.
+     */
+    private static boolean clientGone(ServerHttpResponse response, Throwable failure) {
+        if (failure instanceof AbortedException) {
+            return true;
+        }
+        Object nativeResponse;
+        try {
+            nativeResponse = ServerHttpResponseDecorator.getNativeResponse(response);
+        } catch (IllegalArgumentException notNetty) {
+            return false;
+        }
+        return nativeResponse instanceof Connection connection && !connection.channel().isActive();
     }
 }
