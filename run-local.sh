@@ -104,7 +104,8 @@ cat <<MSG
   Idempotency gateway ready: http://localhost:$GATEWAY_PORT   (health UP on :$MANAGEMENT_PORT; backend log: target/onboarding-backend.log)
   Try:  curl -i -X POST http://localhost:$GATEWAY_PORT/merchants \\
           -H 'Content-Type: application/json' -H 'Idempotency-Key: 8f1c2d3e4a5b6c7d8e9f0a1b' \\
-          -d '{"legalName":"ACME","taxId":"ACME12345","email":"a@acme.example"}'
+          -d '{"legalName":"ACME","taxId":"ACME12345","email":"a@acme.example","paymentMethods":["CARD","PIX"]}'
+        (the README's curl session goes on from there)
   Operator API: curl -u operator:local-operator http://localhost:$MANAGEMENT_PORT/actuator/idempotency
   Ctrl-C stops the gateway and the backend.
 
