@@ -127,12 +127,18 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
      */
     private Mono<Void> reject(ServerWebExchange exchange, RequestReport report, RequestOutcome outcome,
             GatewayError error) {
-        report.outcome(outcome);
+        Answer.Refusal refusal = new Answer.Refusal(outcome, error);
         return tenants.resolve(exchange)
                 .defaultIfEmpty(TenantResolver.ANONYMOUS)
                 .doOnNext(report::tenant)
                 .onErrorResume(e -> Mono.empty())
-                .then(responses.error(exchange, error));
+                .then(Mono.defer(() -> refuse(exchange, report, refusal)));
+    }
+
+    /** A refusal, before the scope is known or after: the report's outcome and the error envelope, together. */
+    private Mono<Void> refuse(ServerWebExchange exchange, RequestReport report, Answer.Refusal refusal) {
+        report.outcome(refusal.outcome());
+        return responses.error(exchange, refusal.error());
     }
 
     /**
@@ -222,8 +228,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                             e -> apply(new Answer.ReplayUnreadable(e), request));
         }
         if (answer instanceof Answer.Refusal refusal) {
-            report.outcome(refusal.outcome());
-            return responses.error(exchange, refusal.error());
+            return refuse(exchange, report, refusal);
         }
         if (answer instanceof Answer.ReplayUnreadable unreadable) {
             events.replayUnreadable(request.scope(), unreadable.cause());
