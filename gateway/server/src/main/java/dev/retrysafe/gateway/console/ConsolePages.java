@@ -212,7 +212,8 @@ final class ConsolePages {
         html.append("<dl id=\"record\">");
         field(html, "State", "<span class=\"" + esc(view.state()) + "\" id=\"state\">" + esc(view.state()) + "</span>");
         field(html, "Route", code(view.route()));
-        field(html, "Tenant", tenantLabel(view.tenantHash(), ""));
+        field(html, "Tenant", ANONYMOUS_TENANT_HASH.equals(view.tenantHash()) ? "<em>anonymous</em>"
+                : code(view.tenantHash()) + " <span class=\"muted\">(a hash: the tenant is not stored)</span>");
         field(html, "Request", request(view));
         field(html, "Fingerprint", code(view.fingerprint()));
         field(html, "Upstream", code(view.upstream()));
