@@ -92,8 +92,7 @@ final class ConsolePages {
         html.append(filterForm(base, filter));
         html.append(findForm(base));
         if (records.isEmpty()) {
-            html.append("<p id=\"no-records\">No record matches: nothing is UNCERTAIN, and nothing has been IN_FLIGHT"
-                    + " longer than ").append(filter.inFlightOlderThanSeconds()).append(" s.</p>");
+            html.append("<p id=\"no-records\">No record matches: nothing to settle here.</p>");
         } else {
             html.append(table(base, filter, records, now));
             if (records.size() >= limit) {
