@@ -7,6 +7,7 @@
 -- ARGV[8] record ttl in ms (how long an unsettled record may exist at all)
 -- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
 -- ARGV[10] wake-up channel      ARGV[11] scope hash
+-- ARGV[12] request method       ARGV[13] request path (raw, no query): for operators reconciling the record
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -15,7 +16,7 @@ local state = current[1]
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
-    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7])
+    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[12], 'path', ARGV[13])
   -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
   return {'RESERVED'}

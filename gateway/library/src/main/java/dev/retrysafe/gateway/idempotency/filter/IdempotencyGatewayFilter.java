@@ -207,8 +207,9 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
     private Mono<Void> guarded(Guarded request) {
         request.report().scope(request.scope());
+        ServerHttpRequest sent = request.exchange().getRequest();
         return new ReservationLoop(policy, store, clock, request.scope(), request.fingerprint(), request.owner(),
-                request.upstream(), request.report()).answer()
+                request.upstream(), sent.getMethod().name(), sent.getURI().getRawPath(), request.report()).answer()
                 .flatMap(answer -> apply(answer, request));
     }
 

@@ -30,11 +30,14 @@ final class ReservationLoop {
     private final Fingerprint fingerprint;
     private final OwnerToken owner;
     private final String upstream;
+    private final String method;
+    private final String path;
     private final RequestReport report;
     private final long waitDeadline;
 
     ReservationLoop(RoutePolicy policy, IdempotencyStore store, Clock clock, IdempotencyScope scope,
-            Fingerprint fingerprint, OwnerToken owner, String upstream, RequestReport report) {
+            Fingerprint fingerprint, OwnerToken owner, String upstream, String method, String path,
+            RequestReport report) {
         this.policy = policy;
         this.store = store;
         this.clock = clock;
@@ -42,6 +45,8 @@ final class ReservationLoop {
         this.fingerprint = fingerprint;
         this.owner = owner;
         this.upstream = upstream;
+        this.method = method;
+        this.path = path;
         this.report = report;
         this.waitDeadline = clock.millis() + policy.inFlightWait().toMillis();
     }
@@ -55,7 +60,8 @@ final class ReservationLoop {
 
     private Mono<Reservation> reserve() {
         ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
-                policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey());
+                policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
+                path);
         return store.reserve(request)
                 .timeout(policy.storeTimeout())
                 .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), Unreachable::new);

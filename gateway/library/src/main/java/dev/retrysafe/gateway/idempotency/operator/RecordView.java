@@ -5,7 +5,9 @@ import java.util.List;
 
 /**
  * What an operator sees of one record. Never the raw tenant or key (they are not stored); the body only when
- * asked for. Times are ISO-8601 instants.
+ * asked for. Times are ISO-8601 instants. {@code method} and {@code path} (raw, without the query, cut at 512
+ * characters) are those of the request that reserved the record; absent on records written before the gateway
+ * kept them.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record RecordView(
@@ -14,6 +16,8 @@ public record RecordView(
         String tenantHash,
         String state,
         String fingerprint,
+        String method,
+        String path,
         String upstream,
         Integer attempts,
         String reservedAt,

@@ -12,7 +12,24 @@ import java.time.Duration;
  * @param upstream        where the request goes, kept for operators looking at an uncertain record
  * @param willWait        the caller will wait for an in-flight record, so settling it must wake the caller
  * @param retakeUncertain the upstream dedupes on the forwarded key: an uncertain record may be sent again
+ * @param method          the request's method, and {@code path} its raw path (no query), kept on a new record so
+ *                        that an operator reconciling it knows which call to look for at the backend; empty when
+ *                        unknown
  */
 public record ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
-        Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain) {
+        Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method, String path) {
+    /** A stored path is cut at this many characters: enough to recognise the call, bounded in every record. */
+    public static final int MAX_PATH_LENGTH = 512;
+
+    public ReservationRequest {
+        if (path.length() > MAX_PATH_LENGTH) {
+            path = path.substring(0, MAX_PATH_LENGTH - 3) + "...";
+        }
+    }
+
+    /** Without the request's method and path (a store test that has no request). */
+    public ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
+            Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain) {
+        this(scope, fingerprint, owner, lease, recordTtl, upstream, willWait, retakeUncertain, "", "");
+    }
 }

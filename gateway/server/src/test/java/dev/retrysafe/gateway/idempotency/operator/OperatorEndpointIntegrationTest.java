@@ -129,6 +129,8 @@ class OperatorEndpointIntegrationTest {
                 .jsonPath("$.scopeHash").isEqualTo(hash(key))
                 .jsonPath("$.state").isEqualTo("UNCERTAIN")
                 .jsonPath("$.route").isEqualTo("onboarding")
+                .jsonPath("$.method").isEqualTo("POST")
+                .jsonPath("$.path").isEqualTo("/merchants/look")
                 .jsonPath("$.upstream").isEqualTo("http://127.0.0.1:" + upstream.port())
                 .jsonPath("$.uncertainReason").value(String.class, r -> assertThat(r).contains("response timeout"))
                 .jsonPath("$.response").doesNotExist();

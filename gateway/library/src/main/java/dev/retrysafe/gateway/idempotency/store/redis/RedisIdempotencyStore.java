@@ -90,7 +90,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         IdempotencyScope scope = r.scope();
         List<byte[]> args = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
-                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()));
+                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()), bytes(r.method()),
+                bytes(r.path()));
         if (replicaAcks.isPresent()) {
             return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, recordKey(scope), args)
                     .flatMap(acked -> {

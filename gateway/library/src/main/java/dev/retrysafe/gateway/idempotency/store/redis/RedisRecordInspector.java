@@ -29,7 +29,7 @@ import reactor.core.publisher.SynchronousSink;
 public final class RedisRecordInspector implements RecordInspector {
     private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "tenant", "upstream",
             "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
-            "process_id", "process_state", "process_status", "resolved_by", "resolved_reason");
+            "process_id", "process_state", "process_status", "resolved_by", "resolved_reason", "method", "path");
     private static final List<String> COUNTED_FIELDS = List.of("state", "reserved_at");
     private static final RedisScript<byte[]> RELEASE = LuaScripts.load(
             "idempotency_operator_release.lua", byte[].class);
@@ -151,7 +151,8 @@ public final class RedisRecordInspector implements RecordInspector {
     private RecordView toView(String scopeHash, Map<String, byte[]> f, long ttlSeconds) {
         RecordView.StoredBody body = f.containsKey("response") ? storedBody(f.get("response"), scopeHash) : null;
         return new RecordView(scopeHash, text(f, "route"), text(f, "tenant"), text(f, "state"),
-                text(f, "fingerprint"), text(f, "upstream"), number(f, "attempts"), time(f, "reserved_at"),
+                text(f, "fingerprint"), nonEmpty(f, "method"), nonEmpty(f, "path"), text(f, "upstream"),
+                number(f, "attempts"), time(f, "reserved_at"),
                 time(f, "lease_until"), time(f, "completed_at"), number(f, "status"), time(f, "uncertain_at"),
                 text(f, "uncertain_reason"), text(f, "process_id"), text(f, "process_state"),
                 text(f, "process_status"), text(f, "resolved_by"), text(f, "resolved_reason"),
@@ -174,6 +175,12 @@ public final class RedisRecordInspector implements RecordInspector {
     private static String text(Map<String, byte[]> fields, String name) {
         byte[] value = fields.get(name);
         return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+
+    /** A field written empty when it was not known (a record reserved without its request line). */
+    private static String nonEmpty(Map<String, byte[]> fields, String name) {
+        String value = text(fields, name);
+        return value == null || value.isEmpty() ? null : value;
     }
 
     private static Integer number(Map<String, byte[]> fields, String name) {
