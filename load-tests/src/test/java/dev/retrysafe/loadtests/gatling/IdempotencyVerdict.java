@@ -51,9 +51,10 @@ import java.util.regex.Pattern;
  *   <li>each invariant held (BROKEN and "not shown" fail the run);</li>
  *   <li>no answer outside the contract (e.g. a 500, a 409 in flight without Retry-After): not an invariant break,
  *       but nothing the scenario allows;</li>
- *   <li>only with {@code -DmaxUnavailablePercent=N}: at most N% of the requests not served (503, or no answer).
- *       Without it a 503 ("the store is slower than store-timeout": an overloaded machine) is counted and
- *       printed, never a failure;</li>
+ *   <li>only with {@code -DmaxUnavailablePercent=N}: at most N% of the requests not served. Not served: a 503
+ *       ("the store is slower than store-timeout": an overloaded machine), a 409 that safely refuses a same-payload
+ *       request to retry later (in flight for a key whose first answer could not be stored, outcome uncertain:
+ *       nothing executed twice) and no answer at all. Without it they are counted and printed, never a failure;</li>
  *   <li>only with {@code -DmaxP99Millis=N}: Gatling's 99th percentile of all requests below N ms.</li>
  * </ul>
  * So the HTML report is written even when an invariant breaks, and its table shows the gates. The counts are printed
@@ -123,8 +124,13 @@ public final class IdempotencyVerdict {
     static final String IN_FLIGHT_MESSAGE = "A request with this idempotency key is still being processed";
     static final String UNCERTAIN_MESSAGE = "The outcome of the original request with this idempotency key is unknown";
     static final String OVERLOAD = "503 store unavailable (overload: not processed, not an invariant break)";
+    static final String NOT_STORED = "409 in flight for a key already answered (its answer not stored: not served,"
+            + " not an invariant break)";
+    static final String NOT_RESENT = "409 outcome uncertain (not resent: not served, not an invariant break)";
     static final String CONTRACT_GATE = "answers within the contract";
+    static final String NOT_SERVED = "not served (503, 409 refusals, no answer)";
     static final String INVARIANT_GATE = "invariant held: ";
+    private static final String BROKEN = "INVARIANT BROKEN";
 
     /** Session attributes; {@value #KEY} is the idempotency key of the request, set by the scenario. */
     public static final String KEY = "key";
@@ -149,6 +155,8 @@ public final class IdempotencyVerdict {
     private final Map<Answer, LongAdder> byAnswer = new EnumMap<>(Answer.class);
     private final ConcurrentHashMap<Integer, LongAdder> otherStatuses = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, LongAdder> unexpected = new ConcurrentHashMap<>();
+    /** 409s that safely refused a same-payload request (first answer not stored yet, outcome uncertain). */
+    private final LongAdder refused409 = new LongAdder();
     private final LongAdder identicalReplays = new LongAdder();
     private final LongAdder differentReplays = new LongAdder();
     private final LongAdder mismatchesAs409 = new LongAdder();
@@ -201,15 +209,20 @@ public final class IdempotencyVerdict {
         byAnswer.get(answer).increment();
         KeyTally tally = tally(key);
         tally.answered.incrementAndGet();
-        if (answer == Answer.UNAVAILABLE || answer == Answer.OTHER) {
-            tally.notServed.incrementAndGet();
-        }
         if (answer == Answer.OTHER) {
             otherStatuses.computeIfAbsent(status, s -> new LongAdder()).increment();
         }
         String outcome = judge(what, answer, key, tally, status, retryAfter, body, expectedBody);
-        if (!outcome.equals(AS_AGREED) && !outcome.equals(OVERLOAD) && !outcome.startsWith("INVARIANT BROKEN")) {
+        boolean refused = outcome.equals(OVERLOAD) || outcome.equals(NOT_STORED) || outcome.equals(NOT_RESENT);
+        if (outcome.equals(NOT_STORED) || outcome.equals(NOT_RESENT)) {
+            refused409.increment();
+        }
+        boolean outsideContract = !refused && !outcome.equals(AS_AGREED) && !outcome.startsWith(BROKEN);
+        if (outsideContract) {
             unexpected.computeIfAbsent(outcome, o -> new LongAdder()).increment();
+        }
+        if (refused || outsideContract) {
+            tally.notServed.incrementAndGet();
         }
         return outcome;
     }
@@ -274,12 +287,14 @@ public final class IdempotencyVerdict {
                     "INVARIANT BROKEN: changed payload answered " + (answer == Answer.REPLAY ? "as a replay"
                             : "409 without the mismatch message") + " instead of the mismatch 409");
         }
+        // A same-payload request refused with "retry later" executed nothing twice: not served, never broken.
         return switch (answer) {
             case REPLAY -> what == Sent.NEW_KEY ? "a new key answered as a replay" : replay(key, body, expectedBody);
-            case IN_FLIGHT -> what != Sent.CONCURRENT_RESEND ? "409 in flight for a request with no concurrent twin"
-                    : retryAfter ? AS_AGREED : "409 in flight without Retry-After";
+            case IN_FLIGHT -> !retryAfter ? "409 in flight without Retry-After"
+                    : what == Sent.CONCURRENT_RESEND ? AS_AGREED
+                    : what == Sent.REPLAY ? NOT_STORED : "409 in flight for a new key";
+            case UNCERTAIN -> what == Sent.NEW_KEY ? "409 outcome uncertain for a new key" : NOT_RESENT;
             case MISMATCH -> "the same payload answered as a mismatch";
-            case UNCERTAIN -> "409 outcome uncertain (after an upstream timeout or a broken connection)";
             default -> "409 with another message";
         };
     }
@@ -344,7 +359,7 @@ public final class IdempotencyVerdict {
     }
 
     private static String unavailableGate(double max) {
-        return "not served (503, no answer) at most " + percent(max) + "%";
+        return "not served at most " + percent(max) + "%";
     }
 
     /** The result, computed once from the counters. */
@@ -360,7 +375,8 @@ public final class IdempotencyVerdict {
             long answered = v.answered.sum();
             long noAnswer = Math.max(0, sent - answered);
             long unavailable = v.byAnswer.get(Answer.UNAVAILABLE).sum();
-            long notServed = unavailable + noAnswer;
+            long refused409 = v.refused409.sum();
+            long notServed = unavailable + refused409 + noAnswer;
             double notServedPercent = sent == 0 ? 0 : 100.0 * notServed / sent;
             unexpectedAnswers = v.unexpected.values().stream().mapToLong(LongAdder::sum).sum();
 
@@ -396,9 +412,10 @@ public final class IdempotencyVerdict {
                     v.maxP99Millis.isPresent()
                             ? "below " + v.maxP99Millis.getAsInt() + " ms: see Gatling's assertion lines below"
                             : "pass -DmaxP99Millis=N to fail the run at N ms or more; percentiles in Gatling's table"));
-            lines.add(row("not served (503, no answer)", count(notServed) + " of " + count(sent),
+            lines.add(row(NOT_SERVED, count(notServed) + " of " + count(sent),
                     percent(notServedPercent) + "%: " + (notServed == 0 ? "none"
-                            : "overload (store slower than store-timeout, or no answer), not an invariant break")
+                            : count(unavailable) + " 503, " + count(refused409) + " 409 refusals, " + count(noAnswer)
+                                    + " no answer: overload, not an invariant break")
                             + "; " + (v.maxUnavailablePercent.isPresent()
                                     ? "asserted at most " + percent(v.maxUnavailablePercent.getAsDouble()) + "%"
                                     : "not asserted (-DmaxUnavailablePercent=N)")));
@@ -440,7 +457,7 @@ public final class IdempotencyVerdict {
                         }
                     }
                     String unserved = notWritten == 0 ? "" : "; " + count(notWritten)
-                            + " keys not written (refused with 503 or not answered: overload)";
+                            + " keys not written (refused or not answered: overload)";
                     if (duplicatedCount > 0 || neverWrittenCount > 0) {
                         statuses.put(invariant, Status.BROKEN);
                         List<String> why = new ArrayList<>();
@@ -544,7 +561,7 @@ public final class IdempotencyVerdict {
         final AtomicInteger sent = new AtomicInteger();
         final AtomicInteger answered = new AtomicInteger();
         final AtomicInteger firstWrites = new AtomicInteger();
-        /** Answers that served nothing: 503, or a status outside the contract. */
+        /** Answers that served nothing: refusals (503, 409 retry later) and answers outside the contract. */
         final AtomicInteger notServed = new AtomicInteger();
     }
 

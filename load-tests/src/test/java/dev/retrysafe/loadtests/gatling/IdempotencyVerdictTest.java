@@ -122,13 +122,13 @@ class IdempotencyVerdictTest {
         Conclusion conclusion = verdict.conclude();
         assertThat(conclusion.status(ONE_FIRST_WRITE_PER_KEY)).isEqualTo(Status.HELD);
         assertThat(line(conclusion, "> invariant: one 202 per key"))
-                .contains("1 keys, each exactly one 2xx", "2 keys not written (refused with 503 or not answered");
+                .contains("1 keys, each exactly one 2xx", "2 keys not written (refused or not answered: overload)");
         assertThat(conclusion.lines()).contains(
                 row("503 store unavailable (overload, not an invariant break)", "2"),
                 row("no answer (timeout, connection error)", "1"),
                 row("answers outside the contract", "0"));
-        assertThat(line(conclusion, "> not served (503, no answer)"))
-                .contains("3 of 4", "75.00%", "overload", "not asserted (-DmaxUnavailablePercent=N)");
+        assertThat(line(conclusion, "> not served (503, 409 refusals, no answer)")).contains("3 of 4", "75.00%",
+                "2 503, 0 409 refusals, 1 no answer: overload", "not asserted (-DmaxUnavailablePercent=N)");
         assertThat(verdict.gates()).containsExactly("invariant held: one 202 per key", "answers within the contract");
         assertThat(conclusion.passed()).isTrue();
 
@@ -139,8 +139,38 @@ class IdempotencyVerdictTest {
         assertThat(asserted.conclude().passed()).as("50% not served, at most 50% asserted").isTrue();
         answer(asserted, Sent.NEW_KEY, "k3", 503, false, true, UNAVAILABLE);
         Conclusion over = asserted.conclude();
-        assertThat(over.passed("not served (503, no answer) at most 50.00%")).as("67% not served").isFalse();
+        assertThat(over.passed("not served at most 50.00%")).as("67% not served").isFalse();
         assertThat(over.status(ONE_FIRST_WRITE_PER_KEY)).isEqualTo(Status.HELD);
+    }
+
+    @Test
+    void aSamePayloadRefusedToRetryLaterIsNotServedNeverBrokenNorOutsideTheContract() {
+        // The gateway could not store k1's answer (store timeouts): its replays are told "in flight", then
+        // "outcome uncertain", both with Retry-After. Nothing ran twice; the replays were not served.
+        IdempotencyVerdict verdict = verdict(ONE_FIRST_WRITE_PER_KEY, IDENTICAL_REPLAYS);
+        answer(verdict, Sent.NEW_KEY, "k1", 202, false, false, CREATED);
+        answer(verdict, Sent.NEW_KEY, "k2", 202, false, false, CREATED);
+        answer(verdict, Sent.REPLAY, "k2", 200, true, false, CREATED, CREATED);
+
+        String inFlight = answer(verdict, Sent.REPLAY, "k1", 409, false, true, IN_FLIGHT, CREATED);
+        String uncertain = answer(verdict, Sent.REPLAY, "k1", 409, false, true, UNCERTAIN, CREATED);
+        String stormUncertain = answer(verdict, Sent.CONCURRENT_RESEND, "k3", 409, false, true, UNCERTAIN);
+
+        assertThat(List.of(inFlight, uncertain, stormUncertain)).allSatisfy(o -> assertThat(o)
+                .contains("not served, not an invariant break"));
+        Conclusion conclusion = verdict.conclude();
+        assertThat(conclusion.idempotencyHeld()).isTrue();
+        assertThat(conclusion.unexpectedAnswers()).isZero();
+        assertThat(line(conclusion, "> invariant: one 202 per key")).contains("held", "1 keys not written");
+        assertThat(line(conclusion, "> not served (503, 409 refusals, no answer)"))
+                .contains("3 of 6", "0 503, 3 409 refusals, 0 no answer");
+        assertThat(conclusion.lines()).contains(row("409 in flight (Retry-After)", "1"),
+                row("409 outcome uncertain", "2"));
+        assertThat(conclusion.passed()).isTrue();
+
+        assertThat(answer(verdict, Sent.NEW_KEY, "k4", 409, false, true, IN_FLIGHT))
+                .as("a fresh key cannot be in flight").isEqualTo("409 in flight for a new key");
+        assertThat(verdict.conclude().passed("answers within the contract")).isFalse();
     }
 
     @Test

@@ -25,7 +25,8 @@ import java.util.stream.Collectors;
  *   <li>{@code maxP99Millis} - only when given: the run fails when the 99th percentile of all requests is not below
  *       it. Without it latency is reported, never asserted;</li>
  *   <li>{@code maxUnavailablePercent} - only when given: the run fails when more than this share of the requests
- *       were not served (503 store unavailable, or no answer). Without it they are reported as overload.</li>
+ *       were not served (503 store unavailable, a 409 refusing a same-payload request to retry later, no answer).
+ *       Without it they are reported as overload.</li>
  * </ul>
  */
 public final class LoadSettings {
