@@ -69,7 +69,7 @@ class GatlingSmokeTest {
             UniqueKeysSimulation.class, List.of("one 202 per key"),
             RetryStormSimulation.class, List.of("one 202 per key"),
             ReplayHeavySimulation.class, List.of("one 202 per key", "byte-identical replays"),
-            MismatchSimulation.class, List.of("one 202 per key", "every mismatch a 409"));
+            MismatchSimulation.class, List.of("one 202 per key", "byte-identical replays", "every mismatch a 409"));
 
     private final Map<String, String> previousProperties = new HashMap<>();
     private final List<String> reports = new ArrayList<>();

@@ -594,6 +594,7 @@ public final class IdempotencyVerdict {
     /** As {@link #exchange(Sent, HttpRequestActionBuilder)}; a replay must repeat {@code expectedBody} exactly. */
     public ChainBuilder exchange(Sent what, HttpRequestActionBuilder request,
             Function<Session, String> expectedBody) {
+        requireGate(what, expectedBody != null);
         return exec(session -> {
             sending(session.getString(KEY));
             // A request without an answer runs no check: nothing from the previous answer may look like its own.
@@ -601,6 +602,18 @@ public final class IdempotencyVerdict {
             Session cleared = session.removeAll(STATUS, REPLAYED, RETRY_AFTER, OUTCOME);
             return what == Sent.NEW_KEY ? cleared.remove(FIRST_BODY) : cleared;
         }).exec(request.check(checks(what, expectedBody)));
+    }
+
+    /** A request that can break an invariant needs that invariant's gate, or its break would fail nothing. */
+    void requireGate(Sent what, boolean comparesReplayBody) {
+        if (what == Sent.CHANGED_PAYLOAD && !invariants.contains(Invariant.EVERY_MISMATCH_409)) {
+            throw new IllegalStateException(simulation + " sends changed payloads: its verdict needs "
+                    + Invariant.EVERY_MISMATCH_409);
+        }
+        if (comparesReplayBody && !invariants.contains(Invariant.IDENTICAL_REPLAYS)) {
+            throw new IllegalStateException(simulation + " compares replay bodies: its verdict needs "
+                    + Invariant.IDENTICAL_REPLAYS);
+        }
     }
 
     private List<CheckBuilder> checks(Sent what, Function<Session, String> expectedBody) {

@@ -5,6 +5,7 @@ import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.EVERY
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.IDENTICAL_REPLAYS;
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.ONE_FIRST_WRITE_PER_KEY;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Answer;
 import dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Conclusion;
@@ -253,6 +254,17 @@ class IdempotencyVerdictTest {
         assertThat(conclusion.passed()).isFalse();
         assertThat(verdict(ONE_FIRST_WRITE_PER_KEY).conclude().status(ONE_FIRST_WRITE_PER_KEY))
                 .as("nothing sent").isEqualTo(Status.NOT_SHOWN);
+    }
+
+    @Test
+    void aStepThatCanBreakAnInvariantWithoutItsGateIsRefusedWhenTheSimulationIsBuilt() {
+        IdempotencyVerdict withoutGates = verdict(ONE_FIRST_WRITE_PER_KEY);
+
+        assertThatThrownBy(() -> withoutGates.exchange(Sent.CHANGED_PAYLOAD, null))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("EVERY_MISMATCH_409");
+        assertThatThrownBy(() -> withoutGates.exchange(Sent.REPLAY, null, session -> CREATED))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("IDENTICAL_REPLAYS");
+        verdict(ONE_FIRST_WRITE_PER_KEY, EVERY_MISMATCH_409, IDENTICAL_REPLAYS).requireGate(Sent.CHANGED_PAYLOAD, true);
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.retrysafe.loadtests.gatling;
 
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.FIRST_BODY;
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.EVERY_MISMATCH_409;
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.IDENTICAL_REPLAYS;
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.ONE_FIRST_WRITE_PER_KEY;
 import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.KEY;
 import static dev.retrysafe.loadtests.gatling.LoadSettings.KEY_HEADER;
@@ -25,7 +26,7 @@ import java.time.Duration;
  * an extra payment method...) must answer 409 with the envelope message
  * {@value LoadSettings#MISMATCH_MESSAGE}; the upstream is not called. A final resend of the original payload must
  * still be a replay of the first answer, byte for byte: the conflicting attempts did not disturb the stored result.
- * The verdict's invariants: every mismatch a 409, and one 202 per key. A key whose first write was not served
+ * The verdict's invariants: every mismatch a 409, byte-identical replays and one 202 per key. A key whose first write was not served
  * (e.g. 503 under overload) is not reused: its changed payloads would be first writes.
  *
  * <p>Closed model: {@code users} virtual users, ramped up over {@code rampSeconds}, looping for
@@ -43,7 +44,7 @@ public class MismatchSimulation extends Simulation {
     private final Duration duration = settings.seconds("durationSeconds", 30, 10, 1800,    3);
     private final int pauseMillis = settings.integer("pauseMillis",      50, 50,  200,   50);
     private final IdempotencyVerdict verdict = IdempotencyVerdict.of("MismatchSimulation", settings,
-            ONE_FIRST_WRITE_PER_KEY, EVERY_MISMATCH_409);
+            ONE_FIRST_WRITE_PER_KEY, EVERY_MISMATCH_409, IDENTICAL_REPLAYS);
 
     private ChainBuilder paced(ChainBuilder chain) {
         return pauseMillis > 0 ? chain.pause(Duration.ofMillis(pauseMillis)) : chain;
