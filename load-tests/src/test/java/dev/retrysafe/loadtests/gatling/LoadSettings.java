@@ -4,6 +4,11 @@ import static io.gatling.javaapi.http.HttpDsl.http;
 
 import io.gatling.javaapi.http.HttpProtocolBuilder;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.OptionalDouble;
+import java.util.OptionalInt;
+import java.util.stream.Collectors;
 
 /**
  * What every simulation reads from system properties, so that a load tester can point the scenarios at any gateway.
@@ -13,9 +18,15 @@ import java.time.Duration;
  *       {@code -Dgatling.baseUrl=...} as {@code -DbaseUrl=...}; {@code gatling.baseUrl} is read too);</li>
  *   <li>{@code path} - the guarded write route, default {@code /merchants};</li>
  *   <li>{@code tenant} - optional, sent as {@code X-Tenant-Id} (the gateway's {@code idempotency.tenant-header});</li>
- *   <li>{@code smoke=true} - a few seconds and a handful of users, for the build's smoke run;</li>
- *   <li>{@code users}, {@code durationSeconds}, {@code rampSeconds}, {@code pauseMillis}, {@code maxP99Millis} -
- *       the size of a run; each simulation documents its own extra knobs.</li>
+ *   <li>{@code profile} - the size of a run: {@code laptop} (default: the whole local stack on 2 cores stays
+ *       unsaturated), {@code ci} (small and short) or {@code soak} (long and steady); {@code smoke=true} is the
+ *       build's smoke run (a few seconds, a handful of users). Each simulation documents what each profile sends;
+ *       an explicit knob ({@code -Dusers=...}, {@code -DdurationSeconds=...}) overrides its profile's value;</li>
+ *   <li>{@code maxP99Millis} - only when given: the run fails when the 99th percentile of all requests is not below
+ *       it. Without it latency is reported, never asserted;</li>
+ *   <li>{@code maxUnavailablePercent} - only when given: the run fails when more than this share of the requests
+ *       were not served (503 store unavailable, a 409 refusing a same-payload request to retry later, no answer).
+ *       Without it they are reported as overload.</li>
  * </ul>
  */
 public final class LoadSettings {
@@ -23,43 +34,73 @@ public final class LoadSettings {
     /** Header names and the gateway's fixed texts, as documented in docs/reference/responses.md. */
     public static final String KEY_HEADER = "Idempotency-Key";
     public static final String REPLAYED_HEADER = "Idempotency-Replayed";
+    public static final String RETRY_AFTER_HEADER = "Retry-After";
     public static final String TENANT_HEADER = "X-Tenant-Id";
     public static final String MISMATCH_MESSAGE = "The idempotency key was already used with a different payload.";
+
+    /** The named sizes of a run; {@link #SMOKE} is chosen by {@code -Dsmoke=true}. */
+    public enum Profile {
+        LAPTOP, CI, SOAK, SMOKE;
+
+        public String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        static Profile parse(String text) {
+            for (Profile profile : values()) {
+                if (profile.label().equalsIgnoreCase(text.trim())) {
+                    return profile;
+                }
+            }
+            throw new IllegalArgumentException("Unknown -Dprofile=" + text + ": use one of "
+                    + Arrays.stream(values()).map(Profile::label).collect(Collectors.joining(", ")));
+        }
+    }
 
     public final String baseUrl;
     public final String path;
     public final String tenant;
-    public final boolean smoke;
+    public final Profile profile;
 
     private LoadSettings() {
         baseUrl = stripTrailingSlash(text("baseUrl", text("gatling.baseUrl", "http://localhost:8080")));
         path = text("path", "/merchants");
         tenant = text("tenant", "");
-        smoke = Boolean.parseBoolean(text("smoke", "false"));
+        profile = Boolean.parseBoolean(text("smoke", "false")) ? Profile.SMOKE : Profile.parse(text("profile", "laptop"));
     }
 
     public static LoadSettings load() {
         return new LoadSettings();
     }
 
-    /** An integer property, with one default for real runs and one for the smoke run. */
-    public int integer(String name, int realDefault, int smokeDefault) {
+    /** An integer property: the one given with {@code -Dname=}, else the value of the run's profile. */
+    public int integer(String name, int laptop, int ci, int soak, int smoke) {
         String value = text(name, "");
-        return value.isEmpty() ? (smoke ? smokeDefault : realDefault) : Integer.parseInt(value);
+        if (!value.isEmpty()) {
+            return Integer.parseInt(value);
+        }
+        return switch (profile) {
+            case LAPTOP -> laptop;
+            case CI -> ci;
+            case SOAK -> soak;
+            case SMOKE -> smoke;
+        };
     }
 
-    public Duration seconds(String name, int realDefault, int smokeDefault) {
-        return Duration.ofSeconds(integer(name, realDefault, smokeDefault));
+    public Duration seconds(String name, int laptop, int ci, int soak, int smoke) {
+        return Duration.ofSeconds(integer(name, laptop, ci, soak, smoke));
     }
 
-    /** Think time between two requests of one virtual user; 0 means none (a closed loop at full speed). */
-    public Duration pause() {
-        return Duration.ofMillis(integer("pauseMillis", 0, 50));
+    /** Latency assertion, only when asked for with {@code -DmaxP99Millis=}: 99th percentile of all requests. */
+    public OptionalInt maxP99Millis() {
+        String value = text("maxP99Millis", "");
+        return value.isEmpty() ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(value));
     }
 
-    /** Latency guard on top of the correctness assertions: 99th percentile of all requests. */
-    public int maxP99Millis() {
-        return integer("maxP99Millis", 5_000, 15_000);
+    /** Availability assertion, only when asked for with {@code -DmaxUnavailablePercent=}. */
+    public OptionalDouble maxUnavailablePercent() {
+        String value = text("maxUnavailablePercent", "");
+        return value.isEmpty() ? OptionalDouble.empty() : OptionalDouble.of(Double.parseDouble(value));
     }
 
     public HttpProtocolBuilder protocol() {
@@ -77,7 +118,7 @@ public final class LoadSettings {
 
     public String describe(String simulation, String sizing) {
         return simulation + " -> " + baseUrl + path + (tenant.isEmpty() ? "" : " (tenant " + tenant + ")")
-                + (smoke ? " [smoke]" : "") + ": " + sizing;
+                + " [profile " + profile.label() + "]: " + sizing;
     }
 
     private static String text(String name, String fallback) {

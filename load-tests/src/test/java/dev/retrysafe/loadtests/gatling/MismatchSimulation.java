@@ -1,20 +1,20 @@
 package dev.retrysafe.loadtests.gatling;
 
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.FIRST_BODY;
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.EVERY_MISMATCH_409;
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.IDENTICAL_REPLAYS;
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Invariant.ONE_FIRST_WRITE_PER_KEY;
+import static dev.retrysafe.loadtests.gatling.IdempotencyVerdict.KEY;
 import static dev.retrysafe.loadtests.gatling.LoadSettings.KEY_HEADER;
-import static dev.retrysafe.loadtests.gatling.LoadSettings.MISMATCH_MESSAGE;
-import static dev.retrysafe.loadtests.gatling.LoadSettings.REPLAYED_HEADER;
 import static io.gatling.javaapi.core.CoreDsl.StringBody;
+import static io.gatling.javaapi.core.CoreDsl.doIf;
 import static io.gatling.javaapi.core.CoreDsl.during;
-import static io.gatling.javaapi.core.CoreDsl.exec;
-import static io.gatling.javaapi.core.CoreDsl.global;
-import static io.gatling.javaapi.core.CoreDsl.jsonPath;
 import static io.gatling.javaapi.core.CoreDsl.rampUsers;
 import static io.gatling.javaapi.core.CoreDsl.repeat;
 import static io.gatling.javaapi.core.CoreDsl.scenario;
-import static io.gatling.javaapi.http.HttpDsl.header;
 import static io.gatling.javaapi.http.HttpDsl.http;
-import static io.gatling.javaapi.http.HttpDsl.status;
 
+import dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Sent;
 import io.gatling.javaapi.core.ChainBuilder;
 import io.gatling.javaapi.core.ScenarioBuilder;
 import io.gatling.javaapi.core.Simulation;
@@ -25,52 +25,60 @@ import java.time.Duration;
  * with the same key and a different payload (one field changed each time: legalName, taxId, a nested settings value,
  * an extra payment method...) must answer 409 with the envelope message
  * {@value LoadSettings#MISMATCH_MESSAGE}; the upstream is not called. A final resend of the original payload must
- * still be a replay (200): the conflicting attempts did not disturb the stored result.
+ * still be a replay of the first answer, byte for byte: the conflicting attempts did not disturb the stored result.
+ * The verdict's invariants: every mismatch a 409, byte-identical replays and one 202 per key. A key whose first write was not served
+ * (e.g. 503 under overload) is not reused: its changed payloads would be first writes.
  *
- * <p>Closed model: {@code users} virtual users (default 50; smoke 2), ramped up over {@code rampSeconds} (default 10;
- * smoke 1), looping for {@code durationSeconds} (default 45; smoke 3) over: one new key, {@code mismatches} changed
- * payloads (default 5; smoke 3), one replay of the original; {@code pauseMillis} between requests.
+ * <p>Closed model: {@code users} virtual users, ramped up over {@code rampSeconds}, looping for
+ * {@code durationSeconds} over: one new key, {@code mismatches} changed payloads, one replay of the original;
+ * {@code pauseMillis} between requests. Per profile (laptop / ci / soak / smoke): users 10 / 4 / 10 / 2, ramp
+ * 5 / 2 / 10 / 1 s, mismatches 5 / 3 / 5 / 3, duration 30 / 10 / 1800 / 3 s, pause 50 / 50 / 200 / 50 ms.
  */
 public class MismatchSimulation extends Simulation {
 
     private final LoadSettings settings = LoadSettings.load();
-    private final int users = settings.integer("users", 50, 2);
-    private final Duration ramp = settings.seconds("rampSeconds", 10, 1);
-    private final Duration duration = settings.seconds("durationSeconds", 45, 3);
-    private final int mismatches = settings.integer("mismatches", 5, 3);
+    //                                                              laptop  ci  soak  smoke
+    private final int users = settings.integer("users",                 10,  4,   10,    2);
+    private final Duration ramp = settings.seconds("rampSeconds",         5,  2,   10,    1);
+    private final int mismatches = settings.integer("mismatches",         5,  3,    5,    3);
+    private final Duration duration = settings.seconds("durationSeconds", 30, 10, 1800,    3);
+    private final int pauseMillis = settings.integer("pauseMillis",      50, 50,  200,   50);
+    private final IdempotencyVerdict verdict = IdempotencyVerdict.of("MismatchSimulation", settings,
+            ONE_FIRST_WRITE_PER_KEY, EVERY_MISMATCH_409, IDENTICAL_REPLAYS);
 
     private ChainBuilder paced(ChainBuilder chain) {
-        return settings.pause().isZero() ? chain : chain.pause(settings.pause());
+        return pauseMillis > 0 ? chain.pause(Duration.ofMillis(pauseMillis)) : chain;
     }
 
     {
-        ChainBuilder firstWrite = paced(UniqueKeysSimulation.firstWrite(settings, "first write"));
-        ChainBuilder changedPayload = paced(exec(http("same key, changed payload").post(settings.path)
-                .header(KEY_HEADER, "#{key}")
-                .body(StringBody(session ->
-                        MerchantPayloads.changedJson(session.getString("key"), session.getInt("variant"))))
-                .check(status().is(409).name("changed payload answered 409"))
-                .check(jsonPath("$.status.message").is(MISMATCH_MESSAGE).name("409 says the payload differs"))
-                .check(jsonPath("$.status.reason").ofInt().is(409).name("envelope reason 409"))
-                .check(header(REPLAYED_HEADER).notExists().name("a mismatch is not a replay"))));
-        ChainBuilder originalAgain = paced(exec(http("same key, original payload again").post(settings.path)
-                .header(KEY_HEADER, "#{key}")
-                .body(StringBody(session -> MerchantPayloads.json(session.getString("key"))))
-                .check(status().is(200).name("original payload still replayed"))
-                .check(header(REPLAYED_HEADER).is("true").name("replay flagged Idempotency-Replayed"))));
+        ChainBuilder firstWrite = paced(UniqueKeysSimulation.firstWrite(settings, verdict, "first write"));
+        ChainBuilder changedPayload = paced(verdict.exchange(Sent.CHANGED_PAYLOAD,
+                http("same key, changed payload").post(settings.path)
+                        .header(KEY_HEADER, "#{key}")
+                        .body(StringBody(session ->
+                                MerchantPayloads.changedJson(session.getString(KEY), session.getInt("variant"))))));
+        ChainBuilder originalAgain = paced(verdict.exchange(Sent.REPLAY,
+                http("same key, original payload again").post(settings.path)
+                        .header(KEY_HEADER, "#{key}")
+                        .body(StringBody(session -> MerchantPayloads.json(session.getString(KEY)))),
+                session -> session.getString(FIRST_BODY)));
 
         ScenarioBuilder mismatch = scenario("Key reused with another payload").exec(during(duration).on(
                 firstWrite,
-                repeat(mismatches, "variant").on(changedPayload),
-                originalAgain));
+                doIf(IdempotencyVerdict::answeredAsAgreed).then(
+                        repeat(mismatches, "variant").on(changedPayload),
+                        originalAgain)));
 
         System.out.println(settings.describe("MismatchSimulation", users + " users, " + mismatches
-                + " changed payloads per key, " + duration.toSeconds() + " s"));
-        setUp(mismatch.injectOpen(rampUsers(users).during(ramp)))
+                + " changed payloads per key, " + duration.toSeconds() + " s, " + pauseMillis
+                + " ms between requests"));
+        setUp(verdict.followedByVerdict(mismatch.injectOpen(rampUsers(users).during(ramp))))
                 .protocols(settings.protocol())
-                .assertions(
-                        global().allRequests().count().gt(0L),
-                        global().failedRequests().count().is(0L),
-                        global().responseTime().percentile(99.0).lt(settings.maxP99Millis()));
+                .assertions(verdict.assertions());
+    }
+
+    @Override
+    public void after() {
+        verdict.print();
     }
 }
