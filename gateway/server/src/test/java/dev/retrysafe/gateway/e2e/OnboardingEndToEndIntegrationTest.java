@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.onboarding.OnboardingBackendApplication;
 import dev.retrysafe.onboarding.OnboardingLedger;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -14,6 +16,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.core.ParameterizedTypeReference;
@@ -56,6 +59,9 @@ class OnboardingEndToEndIntegrationTest {
     @LocalServerPort
     int port;
 
+    @LocalManagementPort
+    int managementPort;
+
     @DynamicPropertySource
     static void backendUri(DynamicPropertyRegistry registry) {
         registry.add("onboarding.uri", () -> "http://127.0.0.1:" + backendPort());
@@ -78,6 +84,28 @@ class OnboardingEndToEndIntegrationTest {
         return gateway().post().uri("/merchants").header("Idempotency-Key", key)
                 .contentType(MediaType.APPLICATION_JSON).bodyValue(body)
                 .exchangeToMono(response -> response.toEntity(JSON));
+    }
+
+    /**
+     * The docs' operator example goes on from the README's curl session: the lookup it shows (route and key, no
+     * tenant, as the session sent) finds the record that session's first request made, under the hash it shows.
+     */
+    @Test
+    void theOperatorLookupInTheDocsFindsTheRecordOfTheReadmeSession() throws Exception {
+        String readmeKey = "8f1c2d3e4a5b6c7d8e9f0a1b";
+        String readmeBody = "{\"legalName\":\"ACME\",\"taxId\":\"ACME12345\",\"email\":\"a@acme.example\","
+                + "\"paymentMethods\":[\"CARD\",\"PIX\"]}";
+        assertThat(create(readmeKey, readmeBody).block(Duration.ofSeconds(10)).getStatusCode().value()).isEqualTo(202);
+        String lookup = "/actuator/idempotency?route=onboarding-merchants&key=" + readmeKey;
+        String docs = Files.readString(Path.of("../../docs/operations/operator-api.md"));
+        assertThat(docs).contains("localhost:9090" + lookup).contains("GwK3V1N9WAP7I5OKRJXLnaNSlEhxq6C2xE57Gp2Ipfk");
+
+        Map<String, Object> record = WebClient.create("http://127.0.0.1:" + managementPort).get().uri(lookup)
+                .headers(headers -> headers.setBasicAuth("operator", "local-operator"))
+                .retrieve().bodyToMono(JSON).block(Duration.ofSeconds(10));
+        assertThat(record).containsEntry("scopeHash", "GwK3V1N9WAP7I5OKRJXLnaNSlEhxq6C2xE57Gp2Ipfk")
+                .containsEntry("route", "onboarding-merchants").containsEntry("state", "COMPLETED")
+                .containsEntry("method", "POST").containsEntry("path", "/merchants");
     }
 
     @Test
