@@ -55,36 +55,48 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
 
     @Override
     public void postProcessBeanFactory(ConfigurableListableBeanFactory beanFactory) {
+        Optional<Routes> routes = routes();
         if (environment.getProperty("idempotency.fail-on-unknown-settings", Boolean.class, true)) {
             List<UnknownSetting> unknown = new ArrayList<>(unknownProperties());
-            unknown.addAll(unknownRouteArgs());
+            routes.ifPresent(declared -> unknown.addAll(unknownRouteArgs(declared)));
             if (!unknown.isEmpty()) {
                 throw new UnknownSettings(unknown);
             }
         }
-        checkRouteValues();
+        routes.ifPresent(this::checkRouteValues);
+    }
+
+    /** The routes and default filters as declared in properties, bound once for both checks. */
+    record Routes(List<RouteDefinition> routes, List<FilterDefinition> defaultFilters) {
+    }
+
+    /** Empty when they do not bind: Spring Cloud Gateway reports its own route errors, and says it better. */
+    Optional<Routes> routes() {
+        Binder binder = Binder.get(environment);
+        try {
+            return Optional.of(new Routes(
+                    binder.bind(ROUTES, Bindable.listOf(RouteDefinition.class)).orElse(List.of()),
+                    binder.bind(DEFAULT_FILTERS, Bindable.listOf(FilterDefinition.class)).orElse(List.of())));
+        } catch (RuntimeException unbindable) {
+            return Optional.empty();
+        }
     }
 
     /** Builds every Idempotency route's policy as the filter factory will: a rule broken is InvalidRouteSetting. */
-    void checkRouteValues() {
-        Binder binder = Binder.get(environment);
+    void checkRouteValues(Routes declared) {
         RouteDefaults defaults;
-        List<RouteDefinition> routes;
-        List<FilterDefinition> defaultFilters;
         try {
             defaults = IdempotencyFilterAutoConfiguration.routeDefaults(
-                    binder.bindOrCreate("idempotency", IdempotencyProperties.class));
-            routes = binder.bind(ROUTES, Bindable.listOf(RouteDefinition.class)).orElse(List.of());
-            defaultFilters = binder.bind(DEFAULT_FILTERS, Bindable.listOf(FilterDefinition.class)).orElse(List.of());
+                    Binder.get(environment).bindOrCreate("idempotency", IdempotencyProperties.class));
         } catch (RuntimeException unbindable) {
             return; // Spring Boot's own binding failure, reported when the beans are created, says it better
         }
-        for (RouteDefinition route : routes) {
+        for (RouteDefinition route : declared.routes()) {
             for (FilterDefinition filter : route.getFilters()) {
                 check(defaults, filter, route.getId());
             }
             if (route.getFilters().stream().noneMatch(filter -> FILTER_NAME.equals(filter.getName()))) {
-                for (FilterDefinition filter : defaultFilters) {
+                for (FilterDefinition filter : declared.defaultFilters()) {
                     check(defaults, filter, route.getId());
                 }
             }
@@ -137,23 +149,15 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
         return List.copyOf(found.values());
     }
 
-    List<UnknownSetting> unknownRouteArgs() {
+    List<UnknownSetting> unknownRouteArgs(Routes declared) {
         Set<String> args = routeArgs();
-        Binder binder = Binder.get(environment);
         List<UnknownSetting> found = new ArrayList<>();
-        List<RouteDefinition> routes;
-        List<FilterDefinition> defaults;
-        try {
-            routes = binder.bind(ROUTES, Bindable.listOf(RouteDefinition.class)).orElse(List.of());
-            defaults = binder.bind(DEFAULT_FILTERS, Bindable.listOf(FilterDefinition.class)).orElse(List.of());
-        } catch (RuntimeException unbindable) {
-            return List.of(); // Spring Cloud Gateway reports its own route errors
-        }
+        List<RouteDefinition> routes = declared.routes();
         for (int r = 0; r < routes.size(); r++) {
             RouteDefinition route = routes.get(r);
             check(route.getFilters(), "route '" + route.getId() + "' (" + ROUTES + "[" + r + "])", args, found);
         }
-        check(defaults, DEFAULT_FILTERS, args, found);
+        check(declared.defaultFilters(), DEFAULT_FILTERS, args, found);
         return found;
     }
 
