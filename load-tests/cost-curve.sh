@@ -19,7 +19,7 @@ for size in $SIZES; do
     WARMUP_PASSES="${WARMUP_PASSES:-2}" DURATION="${DURATION:-8}" ROUNDS="${ROUNDS:-3}" load-tests/peers.sh > "$out/cost-curve-$size.log" 2>&1
   grep '^| minimal' "$out/peers.md" | sed "s/^| minimal /| $size /" | tee -a "$rows"
 done
-{ echo "| body bytes | target | req/s | vs plain route | p50 | p99 | non-2xx | gateway CPU per request |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|"
+{ echo "| body bytes | target | req/s | vs plain route | p50 | p99 | non-2xx | CPU per request: gateway | Redis | whole machine |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   cat "$rows"; } > "$out/cost-curve.md"
 echo; cat "$out/cost-curve.md"

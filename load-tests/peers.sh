@@ -57,7 +57,8 @@ cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no > "$out/redis.log" 2>&1 &
-pids+=($!)
+redis_pid=$!
+pids+=($redis_pid)
 
 mkdir -p "$out/nginx"
 cat > "$out/nginx/nginx.conf" <<CONF
@@ -115,29 +116,35 @@ limiter_route=(
 rows="$out/rows.tsv"
 : > "$rows"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Busy ticks of the whole machine (every core, every process: wrk, nginx, Redis, the gateway, the rest).
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+per_request_us() { echo $(( ($2 - $1) * 1000000 / $(getconf CLK_TCK) / ($3 > 0 ? $3 : 1) )); }
 wrk_run() { # seconds url mode run [wrk options...]
   local seconds=$1 url=$2 mode=$3 run=$4
   shift 4
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" "$@" -s load-tests/wrk/idempotency-keys.lua "$url" \
     -- "$mode" "$run" "$REPLAY_KEYS" "$BODY_BYTES"
 }
-# measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, gateway CPU us/request
+# measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, then CPU in
+# microseconds per request of the gateway, of Redis and of the whole machine
 measure() {
   local jvm=$1 target=$2 url=$3 mode=$4 run=$5 round=$6
   local result="$out/$jvm-$target-$round.txt"
-  local cpu_before cpu_after
-  cpu_before=$(cpu_ticks "$gateway_pid")
+  local cpu_before cpu_after redis_before redis_after machine_before machine_after
+  cpu_before=$(cpu_ticks "$gateway_pid"); redis_before=$(cpu_ticks "$redis_pid"); machine_before=$(machine_ticks)
   wrk_run "$DURATION" "$url" "$mode" "$run" --latency > "$result"
-  cpu_after=$(cpu_ticks "$gateway_pid")
+  cpu_after=$(cpu_ticks "$gateway_pid"); redis_after=$(cpu_ticks "$redis_pid"); machine_after=$(machine_ticks)
   local rps p50 p99 bad requests cpu_us
   rps=$(awk '/^Requests\/sec:/ {print $2}' "$result")
   requests=$(awk '/requests in/ {print $1}' "$result")
   # The gateway JVM's CPU time (user + system, all threads) per request, in microseconds.
-  cpu_us=$(( (cpu_after - cpu_before) * 1000000 / $(getconf CLK_TCK) / (requests > 0 ? requests : 1) ))
+  cpu_us=$(per_request_us "$cpu_before" "$cpu_after" "${requests:-0}")
   p50=$(awk '$1 == "50%" {print $2}' "$result")
   p99=$(awk '$1 == "99%" {print $2}' "$result")
   bad=$(awk '/Non-2xx/ {print $5}' "$result")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$jvm" "$target" "$round" "$rps" "$p50" "$p99" "${bad:-0}" "$cpu_us" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$jvm" "$target" "$round" "$rps" "$p50" "$p99" "${bad:-0}" "$cpu_us" \
+    "$(per_request_us "$redis_before" "$redis_after" "${requests:-0}")" \
+    "$(per_request_us "$machine_before" "$machine_after" "${requests:-0}")" \
     | tee -a "$rows"
 }
 
@@ -245,13 +252,13 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
   END {
     print "Peer benchmark of " date " on " machine "."
     print ""
-    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | gateway CPU per request |"
-    print "|---|---|---:|---:|---:|---:|---:|---:|"
+    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | Redis | whole machine |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= count; i++) {
       if (seen[order[i]]++) continue
       split(row[order[i]], f, FS)
       ratio = plain[f[1]] ? sprintf("%.2f", f[4] / plain[f[1]]) : "-"
-      printf "| %s | %s | %.0f | %s | %s | %s | %s | %d us |\n", f[1], f[2], f[4], ratio, f[5], f[6], f[7], f[8]
+      printf "| %s | %s | %.0f | %s | %s | %s | %s | %d us | %d us | %d us |\n", f[1], f[2], f[4], ratio, f[5], f[6], f[7], f[8], f[9], f[10]
     }
     print ""
     if (plain["server"] && plain["minimal"])

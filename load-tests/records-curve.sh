@@ -20,7 +20,7 @@ for count in $COUNTS; do
     > "$out/records-curve-$count.log" 2>&1
   grep -E '^\| (server|minimal) ' "$out/peers.md" | sed "s/^| /| $count | /" | tee -a "$rows"
 done
-{ echo "| records | JVM | target | req/s | vs plain route | p50 | p99 | non-2xx | gateway CPU per request |"
-  echo "|---:|---|---|---:|---:|---:|---:|---:|---:|"
+{ echo "| records | JVM | target | req/s | vs plain route | p50 | p99 | non-2xx | CPU per request: gateway | Redis | whole machine |"
+  echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   cat "$rows"; } > "$out/records-curve.md"
 echo; cat "$out/records-curve.md"

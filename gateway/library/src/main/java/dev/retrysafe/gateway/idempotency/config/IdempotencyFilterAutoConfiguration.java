@@ -92,7 +92,7 @@ public class IdempotencyFilterAutoConfiguration {
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
                 p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
-                p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD);
+                p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD, p.rememberedFingerprints());
     }
 
     /**

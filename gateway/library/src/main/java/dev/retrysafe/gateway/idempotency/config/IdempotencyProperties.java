@@ -38,10 +38,15 @@ public record IdempotencyProperties(
         @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
         @DefaultValue RecordCountSampling recordCounts,
-        @DefaultValue("true") boolean failOnUnknownSettings) {
+        @DefaultValue("true") boolean failOnUnknownSettings,
+        @DefaultValue("4096") int rememberedFingerprints) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
+        if (rememberedFingerprints < 0 || rememberedFingerprints == 1) {
+            throw new IllegalArgumentException("idempotency.remembered-fingerprints must be 0 (off) or at least 2, was "
+                    + rememberedFingerprints);
+        }
         if (replicaAcks < 0 || replicaAckConnections < 1) {
             throw new IllegalArgumentException("idempotency.replica-acks must be 0 or more and "
                     + "idempotency.replica-ack-connections 1 or more");

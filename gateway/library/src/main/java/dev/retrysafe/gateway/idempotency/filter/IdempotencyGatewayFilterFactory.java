@@ -106,7 +106,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 new KeyPolicy(min, max),
                 methods,
                 new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
-                        or(c.getUnorderedArrays(), defaults.unorderedArrays())))),
+                        or(c.getUnorderedArrays(), defaults.unorderedArrays()))), defaults.rememberedFingerprints()),
                 or(c.getReplayStatus(), defaults.replayStatus()),
                 new StorableHeaders(new LinkedHashSet<>(or(c.getNeverStoredHeaders(), defaults.neverStoredHeaders()))),
                 or(c.getInFlightWait(), defaults.inFlightWait()),

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
  * Computes what "the same request" means for idempotency: the same method, the same path (it
@@ -21,11 +22,33 @@ public final class RequestFingerprinter {
     private static final byte[] RAW_BODY = "raw".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] NO_BYTES = new byte[0];
     private static final Comparator<String> BY_PARAMETER_NAME = Comparator.comparing(RequestFingerprinter::parameterName);
+    private static final byte[] RAW_REQUEST_TAG = "raw-request-v1".getBytes(StandardCharsets.US_ASCII);
 
-    private final CanonicalJson canonicalJson;
+    private final Function<byte[], Optional<byte[]>> canonicalJson;
+    private final Optional<RememberedFingerprints> remembered;
 
+    /** A fingerprinter that puts every JSON body in canonical form, however often it has seen it. */
     public RequestFingerprinter(CanonicalJson canonicalJson) {
-        this.canonicalJson = Objects.requireNonNull(canonicalJson, "canonicalJson");
+        this(canonicalJson, 0);
+    }
+
+    /**
+     * @param rememberedFingerprints how many JSON requests' fingerprints to keep by the hash of their raw bytes, so
+     *                               that a retry resending the same bytes skips the canonical form; 0 keeps none
+     */
+    public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints) {
+        this(Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize, rememberedFingerprints);
+    }
+
+    /** For tests that count how often a body is put in canonical form. */
+    RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints) {
+        this.canonicalJson = canonicalJson;
+        if (rememberedFingerprints < 0) {
+            throw new IllegalArgumentException("remembered-fingerprints must not be negative, was "
+                    + rememberedFingerprints);
+        }
+        this.remembered = rememberedFingerprints == 0 ? Optional.empty()
+                : Optional.of(new RememberedFingerprints(rememberedFingerprints));
     }
 
     /**
@@ -39,7 +62,22 @@ public final class RequestFingerprinter {
         Objects.requireNonNull(method, "method");
         Objects.requireNonNull(path, "path");
         byte[] rawBody = body == null ? NO_BYTES : body;
-        Optional<byte[]> canonicalBody = isJson(contentType) ? canonicalJson.canonicalize(rawBody) : Optional.empty();
+        if (remembered.isPresent() && isJson(contentType)) {
+            // Everything the fingerprint depends on, the body as sent: equal raw digests mean equal fingerprints.
+            byte[] rawDigest = new PartsDigest().add(RAW_REQUEST_TAG).add(method.toUpperCase(Locale.ROOT))
+                    .add(path).add(canonicalQuery(rawQuery)).add(rawBody).digest();
+            return remembered.get().computeIfAbsent(rawDigest, () -> computed(method, path, rawQuery, contentType, rawBody));
+        }
+        return computed(method, path, rawQuery, contentType, rawBody);
+    }
+
+    /** How many fingerprints are remembered now (0 when remembering is off). */
+    public int rememberedCount() {
+        return remembered.map(RememberedFingerprints::size).orElse(0);
+    }
+
+    private Fingerprint computed(String method, String path, String rawQuery, String contentType, byte[] rawBody) {
+        Optional<byte[]> canonicalBody = isJson(contentType) ? canonicalJson.apply(rawBody) : Optional.empty();
 
         // A fresh digest per call: digests are stateful and not thread-safe.
         PartsDigest sha256 = new PartsDigest();

@@ -403,7 +403,8 @@ class IdempotencyGatewayFilterTest {
         return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(), forwardWhenStoreUnavailable);
+                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(), forwardWhenStoreUnavailable,
+                p.rememberedFingerprints());
     }
 
     static String body(MockServerWebExchange exchange) {
