@@ -4,11 +4,15 @@
 -- is written anew: nobody else can own a record that does not exist.
 -- The owner token stays on the completed record: a retried call whose first attempt did land (its answer was late)
 -- recognises its own write and is told so, instead of being taken for a stranger.
--- KEYS[1] record hash
+-- When the response names an unfinished process, its first status poll is queued in the same step, in the pending
+-- processes of the record's slot, where any gateway instance of the fleet finds it: the instance that stored the 202
+-- may die at any moment after this script.
+-- KEYS[1] record hash   KEYS[2] pending processes of the record's slot (sorted set: scope hash by next poll time)
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
 -- ARGV[8] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
+-- ARGV[9] first status poll delay in ms
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -33,7 +37,8 @@ redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status',
   'owner', ARGV[1])
 redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
 if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING')
+  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[9])
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[9]), ARGV[7])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if current[3] then

@@ -11,16 +11,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
-import java.io.File;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
-import java.net.Socket;
+import dev.retrysafe.gateway.support.GatewayProcess;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -80,21 +76,16 @@ class KilledGatewayIntegrationTest {
     void aGatewayKilledMidRequestLeavesAnUncertainRecordNotAFreeKey() throws Exception {
         upstream.stubFor(post(urlEqualTo("/merchants")).willReturn(aResponse().withStatus(202)
                 .withBody("too late").withFixedDelay(60_000)));
-        int otherPort = freePort();
-        Process other = startOtherGateway(otherPort);
-        try {
-            awaitListening(otherPort);
+        try (GatewayProcess other = GatewayProcess.start("killed-gateway", otherSettings())) {
             String key = UUID.randomUUID().toString();
-            WebClient.create("http://127.0.0.1:" + otherPort).post().uri("/merchants").header("Idempotency-Key", key)
+            WebClient.create(other.baseUrl()).post().uri("/merchants").header("Idempotency-Key", key)
                     .bodyValue("{\"legalName\":\"ACME\"}").retrieve().toBodilessEntity()
                     .onErrorResume(e -> Mono.empty()).subscribe();
             Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
                     .map(t -> upstream.countRequestsMatching(postRequestedFor(urlEqualTo("/merchants")).build()).getCount())
                     .filter(n -> n > 0).next().block(Duration.ofSeconds(30));
 
-            other.destroyForcibly();
-            assertThat(other.waitFor(30, TimeUnit.SECONDS)).isTrue();
-            assertThat(other.exitValue()).as("killed by SIGKILL").isEqualTo(137);
+            assertThat(other.kill()).as("killed by SIGKILL").isEqualTo(137);
 
             WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + port).responseTimeout(Duration.ofSeconds(20))
                     .build().post().uri("/merchants").header("Idempotency-Key", key)
@@ -104,42 +95,18 @@ class KilledGatewayIntegrationTest {
                     .expectBody().jsonPath("$.status.message").value(String.class,
                             m -> assertThat(m).contains("outcome of the original request"));
             upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants")));
-        } finally {
-            other.destroyForcibly();
         }
     }
 
-    private Process startOtherGateway(int otherPort) throws IOException {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), IdempotencyGatewayApplication.class.getName(),
-                "--server.port=" + otherPort,
-                "--spring.data.redis.host=127.0.0.1", "--spring.data.redis.port=" + redis.port(),
-                "--idempotency.in-flight-lease=1s", "--spring.main.banner-mode=off"));
-        command.addAll(routeArgs());
-        return new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(new File("target/killed-gateway.log"))
-                .start();
-    }
-
-    private static void awaitListening(int port) {
-        Flux.interval(Duration.ofMillis(100)).onBackpressureDrop()
-                .filter(t -> {
-                    try (Socket socket = new Socket("127.0.0.1", port)) {
-                        return true;
-                    } catch (IOException notYet) {
-                        return false;
-                    }
-                })
-                .next().block(Duration.ofSeconds(90));
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    private Map<String, String> otherSettings() {
+        Map<String, String> settings = new LinkedHashMap<>();
+        settings.put("spring.data.redis.host", "127.0.0.1");
+        settings.put("spring.data.redis.port", Integer.toString(redis.port()));
+        settings.put("idempotency.in-flight-lease", "1s");
+        for (String arg : routeArgs()) {
+            String[] nameValue = arg.substring(2).split("=", 2);
+            settings.put(nameValue[0], nameValue[1]);
         }
+        return settings;
     }
 }

@@ -8,6 +8,7 @@ import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.observability.MeteredIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
@@ -62,10 +63,11 @@ public class IdempotencyFilterAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(IdempotencyStore.class)
-    ProcessWatcher idempotencyProcessWatcher(IdempotencyStore store, IdempotencyProperties properties,
-            ObjectProvider<WebClient.Builder> webClients) {
+    ProcessWatcher idempotencyProcessWatcher(IdempotencyStore store, ObjectProvider<ProcessQueue> queue,
+            IdempotencyProperties properties, ObjectProvider<WebClient.Builder> webClients) {
         WebClient http = webClients.getIfAvailable(WebClient::builder).build();
-        return new ProcessWatcher(store, http, properties.processPoll().initialDelay(),
+        return new ProcessWatcher(store, Optional.ofNullable(queue.getIfAvailable()), http,
+                properties.processPoll().initialDelay(),
                 properties.processPoll().maxDelay());
     }
 

@@ -1,10 +1,12 @@
 package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
-import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
@@ -86,7 +88,15 @@ public class IdempotencyStoreAutoConfiguration {
             IdempotencyProperties properties, EncryptionKeys encryption) {
         return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
-                replicaAcks(connectionFactory, properties));
+                replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay());
+    }
+
+    /** The fleet's pending processes, beside the Redis store that queues them with each 202. */
+    @Bean
+    @ConditionalOnBean(RedisIdempotencyStore.class)
+    @ConditionalOnMissingBean(ProcessQueue.class)
+    RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory) {
+        return new RedisProcessQueue(bytesTemplate(connectionFactory));
     }
 
     private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,

@@ -77,8 +77,10 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     public GatewayFilter apply(Config config) {
         RoutePolicy policy = checkedPolicy(defaults, config);
         if (config.getRouteId() != null) {
-            policy.processTracking().ifPresent(tracking ->
-                    statusObserver.register(config.getRouteId(), tracking, policy.retention()));
+            policy.processTracking().ifPresent(tracking -> {
+                statusObserver.register(config.getRouteId(), tracking, policy.retention());
+                processes.track(config.getRouteId(), tracking, policy.retention());
+            });
         }
         return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
                 responseTimeout);

@@ -1,11 +1,16 @@
 package dev.retrysafe.gateway.idempotency.process;
 
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -15,38 +20,78 @@ import org.springframework.context.ApplicationListener;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
  * Learns when the process a stored 202 started has ended, so the key's retention can start then: from status
- * responses that pass through the gateway ({@link ProcessStatusObserver}), and by polling the status resource itself
- * with back-off while nobody asks. Polling is per instance and in memory; a key whose watcher died stays bound until
- * the status is read through some gateway or the hard cap ends.
+ * responses that pass through the gateway ({@link ProcessStatusObserver}), and by polling the status resource while
+ * nobody asks. The processes to poll are the fleet's, in a {@link ProcessQueue} the 202's own store step fills: every
+ * instance with a route that tracks processes takes its share of the due polls, whichever instance stored the 202,
+ * so a stopped or killed instance loses none.
  */
 public final class ProcessWatcher implements DisposableBean, ApplicationListener<ContextClosedEvent>,
         ApplicationContextAware {
     private static final Logger log = LoggerFactory.getLogger(ProcessWatcher.class);
+    /** Polls claimed per slot of the queue and round. */
+    static final int BATCH = 32;
+    /** Longest a status poll may take; a claim lasts longer, so that no other instance polls meanwhile. */
+    static final Duration POLL_TIMEOUT = Duration.ofSeconds(5);
+    static final Duration CLAIM = POLL_TIMEOUT.multipliedBy(3);
 
     private final IdempotencyStore store;
+    private final Optional<ProcessQueue> queue;
     private final WebClient http;
-    private final Duration initialDelay;
+    private final Duration tick;
     private final Duration maxDelay;
-    private final Map<String, Disposable> polls = new ConcurrentHashMap<>();
+    private final Map<String, TrackedRoute> routes = new ConcurrentHashMap<>();
+    private final AtomicReference<Disposable> loop = new AtomicReference<>();
+    private final AtomicInteger inFlight = new AtomicInteger();
     private volatile boolean closing;
     private ApplicationContext context;
 
-    public ProcessWatcher(IdempotencyStore store, WebClient http, Duration initialDelay, Duration maxDelay) {
+    /**
+     * @param initialDelay the first poll's delay after a 202 (the queue doubles it up to {@code maxDelay}); also how
+     *                     often this instance looks for due polls, at most once a second
+     */
+    public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
+            Duration maxDelay) {
         this.store = store;
+        this.queue = queue;
         this.http = http;
-        this.initialDelay = initialDelay;
+        this.tick = initialDelay.compareTo(Duration.ofSeconds(1)) < 0 ? initialDelay : Duration.ofSeconds(1);
         this.maxDelay = maxDelay;
     }
 
-    /** Links the process to its record, then polls its status until it ends. */
+    /**
+     * A route whose 202s start processes: its status resource and retention, for whichever instance polls. The
+     * first such route starts this instance's share of the polling.
+     */
+    public void track(String routeId, ProcessTracking tracking, Duration retention) {
+        routes.put(routeId, new TrackedRoute(tracking, retention));
+        if (queue.isEmpty()) {
+            log.warn("Route {} tracks processes but no ProcessQueue is configured: their end is only seen in status "
+                    + "reads through the gateway", routeId);
+            return;
+        }
+        if (!closing && loop.get() == null) {
+            Disposable started = Flux.interval(tick, tick)
+                    .onBackpressureDrop()
+                    .concatMap(t -> pollDueNow(), 1)
+                    .subscribe();
+            if (!loop.compareAndSet(null, started)) {
+                started.dispose();
+            }
+        }
+    }
+
+    /**
+     * Links the process to its record, so that a status read through any gateway can end it. Polling needs nothing
+     * here: the store queued the process with the 202.
+     */
     public Mono<Void> watch(IdempotencyScope scope, String processId, ProcessTracking tracking, String upstream,
             Duration retention) {
-        return store.linkProcess(scope.routeId(), processId, scope, tracking.maxRetention())
-                .then(Mono.fromRunnable(() -> startPolling(scope.routeId(), processId, tracking, upstream, retention)));
+        return store.linkProcess(scope.routeId(), processId, scope, tracking.maxRetention());
     }
 
     /** A status response for the process went through the gateway. */
@@ -56,69 +101,68 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
                     if (ended) {
                         log.debug("Process {} of route {} ended ({}): retention starts", processId, routeId,
                                 terminalStatus);
-                        stopPolling(routeId, processId);
                     }
                 });
     }
 
-    private void startPolling(String routeId, String processId, ProcessTracking tracking, String upstream,
-            Duration retention) {
-        if (closing) {
-            return;
+    /** One round: the due polls of up to 64 slots of the queue are claimed and asked. Emits how many. */
+    Mono<Integer> pollDueNow() {
+        if (closing || queue.isEmpty()) {
+            return Mono.just(0);
         }
-        if (!upstream.startsWith("http://") && !upstream.startsWith("https://")) {
-            log.debug("Not polling process {}: upstream {} is not a plain HTTP URI", processId, upstream);
-            return;
-        }
-        String url = upstream.replaceAll("/+$", "") + tracking.statusPath(processId);
-        log.debug("Polling {} until process {} ends", url, processId);
-        long deadline = System.nanoTime() + tracking.maxRetention().toNanos();
-        String id = routeId + ":" + processId;
-        polls.computeIfAbsent(id, k -> poll(url, tracking, initialDelay, deadline)
-                .filter(Optional::isPresent)
-                .flatMap(status -> observed(routeId, processId, status.get(), retention))
-                .doFinally(signal -> polls.remove(k))
-                .subscribe(ended -> { }, error -> {
+        return queue.get().pollDue(BATCH, CLAIM, maxDelay, this::poll)
+                .onErrorResume(e -> {
                     if (!closing) {
-                        log.warn("Polling process {} failed: {}", processId, error.toString());
+                        log.warn("Looking for due process polls failed: {}", e.toString());
                     }
-                }));
+                    return Mono.just(0);
+                });
     }
 
-    /** Asks the status resource after {@code delay}, then again with a doubled delay, until it reports an end. */
-    private Mono<Optional<String>> poll(String url, ProcessTracking tracking, Duration delay, long deadline) {
-        if (System.nanoTime() > deadline) {
-            return Mono.just(Optional.empty());
+    private Mono<PollResult> poll(DueProcess due) {
+        TrackedRoute route = routes.get(due.routeId());
+        if (closing || route == null) {
+            // A route this instance does not have (yet): asked again later, here or by an instance that has it.
+            return Mono.just(PollResult.RUNNING);
         }
-        return Mono.delay(delay)
-                .then(http.get().uri(url).retrieve().toEntity(byte[].class)
-                        .map(entity -> tracking.terminalStatus(entity.getHeaders().getFirst("Content-Encoding"),
-                                entity.getBody() == null ? new byte[0] : entity.getBody()))
-                        .onErrorResume(e -> Mono.just(Optional.empty())))
-                .flatMap(status -> status.isPresent() ? Mono.just(status)
-                        : poll(url, tracking, next(delay), deadline));
-    }
-
-    private Duration next(Duration delay) {
-        Duration doubled = delay.multipliedBy(2);
-        return doubled.compareTo(maxDelay) > 0 ? maxDelay : doubled;
-    }
-
-    private void stopPolling(String routeId, String processId) {
-        Disposable poll = polls.remove(routeId + ":" + processId);
-        if (poll != null) {
-            poll.dispose();
+        String upstream = due.upstream();
+        if (!upstream.startsWith("http://") && !upstream.startsWith("https://")) {
+            log.debug("Not polling process {}: upstream {} is not a plain HTTP URI", due.processId(), upstream);
+            return Mono.just(PollResult.RUNNING);
         }
+        String url = upstream.replaceAll("/+$", "") + route.tracking().statusPath(due.processId());
+        inFlight.incrementAndGet();
+        return http.get().uri(url).retrieve().toEntity(byte[].class)
+                .timeout(POLL_TIMEOUT)
+                .map(entity -> route.tracking().terminalStatus(entity.getHeaders().getFirst("Content-Encoding"),
+                        entity.getBody() == null ? new byte[0] : entity.getBody()))
+                .onErrorResume(e -> Mono.just(Optional.empty()))
+                .<PollResult>map(status -> {
+                    if (status.isPresent()) {
+                        log.debug("Process {} of route {} ended ({}): retention starts", due.processId(),
+                                due.routeId(), status.get());
+                        return new PollResult.Ended(status.get(), route.retention());
+                    }
+                    return PollResult.RUNNING;
+                })
+                .doFinally(signal -> inFlight.decrementAndGet());
     }
 
-    /** Processes being polled now. */
+    /** Status polls under way on this instance now. */
     public int polling() {
-        return polls.size();
+        return inFlight.get();
+    }
+
+    /** Whether this instance takes its share of the fleet's due polls. */
+    public boolean pollingShare() {
+        Disposable current = loop.get();
+        return current != null && !current.isDisposed();
     }
 
     /**
      * The context is closing: polls stop before anything else does. Left running, a poll that sees its process end
-     * would call a Redis client already stopped, and log a warning per pending process on every normal stop.
+     * would call a Redis client already stopped, and log a warning on every normal stop. What this instance had
+     * claimed comes back to the fleet when its claims lapse.
      */
     @Override
     public void onApplicationEvent(ContextClosedEvent event) {
@@ -136,7 +180,12 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     @Override
     public void destroy() {
         closing = true;
-        polls.values().forEach(Disposable::dispose);
-        polls.clear();
+        Disposable current = loop.getAndSet(null);
+        if (current != null) {
+            current.dispose();
+        }
+    }
+
+    private record TrackedRoute(ProcessTracking tracking, Duration retention) {
     }
 }

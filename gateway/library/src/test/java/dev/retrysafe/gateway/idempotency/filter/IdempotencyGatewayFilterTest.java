@@ -18,6 +18,7 @@ import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
@@ -82,11 +83,13 @@ class IdempotencyGatewayFilterTest {
     final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     final IdempotencyEvents events = new IdempotencyEvents(meters);
     final List<LeaseRenewals> leaseRenewals = new CopyOnWriteArrayList<>();
+    final List<ProcessWatcher> watchers = new CopyOnWriteArrayList<>();
     final IdempotencyScope scope = new IdempotencyScope("", "r", new IdempotencyKey(KEY));
 
     @AfterEach
     void stopLeaseRenewals() {
         leaseRenewals.forEach(LeaseRenewals::destroy);
+        watchers.forEach(ProcessWatcher::destroy);
     }
 
     // ---- before the store
@@ -390,8 +393,11 @@ class IdempotencyGatewayFilterTest {
     IdempotencyGatewayFilterFactory factory(RouteDefaults defaults, IdempotencyStore store) {
         LeaseRenewals leases = new LeaseRenewals(store, Duration.ofMillis(50));
         leaseRenewals.add(leases);
-        ProcessWatcher processes = new ProcessWatcher(store, WebClient.create(), Duration.ofSeconds(1),
+        ProcessWatcher processes = new ProcessWatcher(store,
+                store instanceof ProcessQueue queue ? Optional.of(queue) : Optional.empty(), WebClient.create(),
+                Duration.ofSeconds(1),
                 Duration.ofSeconds(60));
+        watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, store, new PrincipalOrHeaderTenantResolver(null), clock,
                 events, processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
                 new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty());

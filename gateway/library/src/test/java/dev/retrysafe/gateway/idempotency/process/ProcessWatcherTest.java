@@ -3,17 +3,21 @@ package dev.retrysafe.gateway.idempotency.process;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -21,65 +25,116 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.context.support.GenericApplicationContext;
 import org.springframework.web.reactive.function.client.WebClient;
+import reactor.core.publisher.Flux;
 
-/** Polling of a pending process, and its end when the application closes. */
+/**
+ * An instance's share of the fleet's process polls: it polls what the queue holds (whichever instance stored the
+ * 202), only for routes it has, and stops when its application closes.
+ */
 class ProcessWatcherTest {
+    static final Duration WAIT = Duration.ofSeconds(10);
     final ProcessTracking tracking = new ProcessTracking("/processes/{processId}", "/processId", "/status",
             Set.of("COMPLETED", "FAILED"), Duration.ofDays(7));
     final IdempotencyScope scope = new IdempotencyScope("t", "r", new IdempotencyKey("a-key-long-enough-1"));
+    final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore().firstProcessPoll(Duration.ofMillis(5));
     final AtomicInteger statusReads = new AtomicInteger();
-    final CountDownLatch firstRead = new CountDownLatch(1);
+    /** The status resource says PENDING this many times, then COMPLETED. */
+    final AtomicInteger pendingReads = new AtomicInteger(2);
     HttpServer status;
+    ProcessWatcher watcher;
 
     @BeforeEach
-    void pendingProcessStatus() throws IOException {
+    void statusResource() throws IOException {
         status = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         status.createContext("/processes/", exchange -> {
             statusReads.incrementAndGet();
-            byte[] body = "{\"status\":\"PENDING\"}".getBytes(StandardCharsets.UTF_8);
+            String state = pendingReads.getAndDecrement() > 0 ? "PENDING" : "COMPLETED";
+            byte[] body = ("{\"status\":\"" + state + "\"}").getBytes(StandardCharsets.UTF_8);
             exchange.sendResponseHeaders(200, body.length);
             exchange.getResponseBody().write(body);
             exchange.close();
-            firstRead.countDown();
         });
         status.start();
+        watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
+                Duration.ofMillis(20));
     }
 
     @AfterEach
     void stop() {
+        watcher.destroy();
         status.stop(0);
     }
 
     @Test
-    void theApplicationClosingStopsEveryPollBeforeTheStoreGoesAway() throws Exception {
-        ProcessWatcher watcher = new ProcessWatcher(new InMemoryIdempotencyStore(), WebClient.create(),
-                Duration.ofMillis(5), Duration.ofMillis(20));
-        GenericApplicationContext context = new GenericApplicationContext();
-        watcher.setApplicationContext(context);
-        watcher.watch(scope, "p-1", tracking, upstream(), Duration.ofHours(24)).block();
-        assertThat(firstRead.await(10, TimeUnit.SECONDS)).as("the status resource is polled").isTrue();
-        assertThat(watcher.polling()).isEqualTo(1);
+    void aQueuedProcessIsPolledUntilItsStatusSaysItEnded() {
+        watcher.track("r", tracking, Duration.ofHours(24));
+        stored202(scope, "p-1");
 
-        watcher.onApplicationEvent(new ContextClosedEvent(context));
-
-        assertThat(watcher.polling()).isZero();
-        watcher.watch(scope, "p-2", tracking, upstream(), Duration.ofHours(24)).block();
-        assertThat(watcher.polling()).as("nothing new is polled while closing").isZero();
+        awaitEnded(scope);
+        assertThat(statusReads).as("pending twice, then completed").hasValue(3);
+        assertThat(store.processDueAt(scope)).as("out of the queue").isEmpty();
     }
 
     @Test
-    void aChildContextClosingStopsNothing() throws Exception {
-        ProcessWatcher watcher = new ProcessWatcher(new InMemoryIdempotencyStore(), WebClient.create(),
-                Duration.ofMillis(5), Duration.ofMillis(20));
+    void nothingIsPolledForARouteThisInstanceDoesNotHave() {
+        watcher.track("r", tracking, Duration.ofHours(24));
+        IdempotencyScope elsewhere = new IdempotencyScope("t", "another-route", new IdempotencyKey("a-key-long-enough-2"));
+        stored202(elsewhere, "p-2");
+        stored202(scope, "p-1");
+
+        awaitEnded(scope);
+        assertThat(store.record(elsewhere).orElseThrow().processEndedWith()).isEmpty();
+        assertThat(store.processDueAt(elsewhere)).as("left queued for an instance that has the route").isPresent();
+    }
+
+    @Test
+    void anInstanceWithoutATrackingRouteTakesNoShare() {
+        assertThat(watcher.pollingShare()).isFalse();
+        watcher.track("r", tracking, Duration.ofHours(24));
+        assertThat(watcher.pollingShare()).isTrue();
+    }
+
+    @Test
+    void theApplicationClosingStopsItsShareBeforeTheStoreGoesAway() {
+        GenericApplicationContext context = new GenericApplicationContext();
+        watcher.setApplicationContext(context);
+        watcher.track("r", tracking, Duration.ofHours(24));
+
+        watcher.onApplicationEvent(new ContextClosedEvent(context));
+
+        assertThat(watcher.pollingShare()).isFalse();
+        stored202(scope, "p-1");
+        assertThat(watcher.pollDueNow().block(WAIT)).as("nothing claimed while closing").isZero();
+        watcher.track("r", tracking, Duration.ofHours(24));
+        assertThat(watcher.pollingShare()).as("not restarted by a route refresh while closing").isFalse();
+    }
+
+    @Test
+    void aChildContextClosingStopsNothing() {
         GenericApplicationContext context = new GenericApplicationContext();
         GenericApplicationContext child = new GenericApplicationContext(context);
         watcher.setApplicationContext(context);
-        watcher.watch(scope, "p-1", tracking, upstream(), Duration.ofHours(24)).block();
+        watcher.track("r", tracking, Duration.ofHours(24));
 
         watcher.onApplicationEvent(new ContextClosedEvent(child));
 
-        assertThat(watcher.polling()).isEqualTo(1);
-        watcher.destroy();
+        assertThat(watcher.pollingShare()).isTrue();
+        stored202(scope, "p-1");
+        awaitEnded(scope);
+    }
+
+    private void stored202(IdempotencyScope where, String processId) {
+        StoredResponse accepted = new StoredResponse(202, List.of(),
+                ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
+        store.complete(new Completion(where, OwnerToken.random(), new Fingerprint("a".repeat(64)), upstream(),
+                accepted, Duration.ofDays(7), Optional.of(processId))).block(WAIT);
+    }
+
+    private void awaitEnded(IdempotencyScope where) {
+        Flux.interval(Duration.ofMillis(5)).onBackpressureDrop()
+                .filter(t -> store.record(where).flatMap(r -> r.processEndedWith()).isPresent())
+                .next().block(WAIT);
+        assertThat(store.record(where).orElseThrow().processEndedWith()).contains("COMPLETED");
     }
 
     private String upstream() {

@@ -17,11 +17,16 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -43,12 +48,20 @@ public abstract class IdempotencyStoreContract {
     /** A lease or lifetime a test lets end: real milliseconds on Redis, one clock step in memory. */
     static final Duration SHORT = Duration.ofMillis(100);
     static final Duration WAIT = Duration.ofSeconds(5);
+    /** A claim that must hold while the test looks (it does within milliseconds), then is let lapse. */
+    static final Duration CLAIM = Duration.ofSeconds(2);
 
     /** A fresh key for each test: the Redis store is shared by all of them. */
     final IdempotencyScope scope = newScope();
 
     /** The store under test, the same for every call within a test. */
     protected abstract IdempotencyStore store();
+
+    /**
+     * The fleet's queue of pending processes the store fills with each 202 naming one; its first poll is due
+     * {@link #SHORT} after the 202.
+     */
+    protected abstract ProcessQueue processes();
 
     /** Lets at least {@code time} pass on the clock the store's deadlines are read from. */
     protected abstract void letPass(Duration time);
@@ -578,7 +591,7 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
-    void theRetentionStartsWhenTheLinkedProcessEnds() {
+    void theRetentionStartsWhenTheLinkedProcessEndsAndTheProcessLeavesTheQueue() {
         OwnerToken owner = OwnerToken.random();
         String processId = "p-" + UUID.randomUUID();
         reserve(FP, owner);
@@ -587,6 +600,7 @@ public abstract class IdempotencyStoreContract {
         assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", SHORT).block(WAIT)).isTrue();
         letMoreThan(SHORT);
 
+        assertThat(pollOwn(LEASE, process -> ProcessQueue.PollResult.RUNNING)).as("ended by a status read").isEmpty();
         assertFree();
     }
 
@@ -601,6 +615,96 @@ public abstract class IdempotencyStoreContract {
 
         assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT)).isFalse();
         assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+    }
+
+    // ---- the fleet's queue of pending processes
+
+    @Test
+    void aStored202QueuesItsProcessAndAPollThatSeesItsEndStartsTheRetention() {
+        OwnerToken owner = OwnerToken.random();
+        String processId = "p-" + UUID.randomUUID();
+        reserve(FP, owner);
+        completeStartingProcess(owner, processId, RETENTION);
+        letMoreThan(SHORT);
+
+        List<ProcessQueue.DueProcess> asked = pollOwn(LEASE, process -> new ProcessQueue.PollResult.Ended("COMPLETED", SHORT));
+
+        assertThat(asked).containsExactly(new ProcessQueue.DueProcess(scope.hash(), scope.routeId(), processId, UPSTREAM));
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).as("the replay says so").isTrue();
+        letMoreThan(SHORT);
+        assertThat(pollOwn(LEASE, process -> ProcessQueue.PollResult.RUNNING)).as("ended: out of the queue").isEmpty();
+        assertFree();
+    }
+
+    @Test
+    void aProcessStillRunningIsAskedAgainLater() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        completeStartingProcess(owner, "p-" + UUID.randomUUID(), RETENTION);
+        letMoreThan(SHORT);
+
+        assertThat(pollOwn(SHORT, process -> ProcessQueue.PollResult.RUNNING)).hasSize(1);
+        letMoreThan(SHORT);
+        assertThat(pollOwn(SHORT, process -> new ProcessQueue.PollResult.Ended("COMPLETED", RETENTION)))
+                .as("asked again once the longest delay passed").hasSize(1);
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isTrue();
+    }
+
+    @Test
+    void aClaimedProcessIsLeftToItsClaimantUntilTheClaimLapses() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        completeStartingProcess(owner, "p-" + UUID.randomUUID(), RETENTION);
+        letMoreThan(SHORT);
+        // An instance claims the poll and dies before it answers.
+        Sinks.One<ProcessQueue.PollResult> never = Sinks.one();
+        List<String> claimedByTheDead = new CopyOnWriteArrayList<>();
+        Disposable dead = processes().pollDue(32, SHORT, SHORT, process -> {
+            if (!process.scopeHash().equals(scope.hash())) {
+                return Mono.just(ProcessQueue.PollResult.RUNNING);
+            }
+            claimedByTheDead.add(process.processId());
+            return never.asMono();
+        }).subscribe();
+        try {
+            Flux.interval(Duration.ofMillis(5)).onBackpressureDrop().filter(t -> !claimedByTheDead.isEmpty()).next()
+                    .block(WAIT);
+            assertThat(pollOwn(SHORT, process -> ProcessQueue.PollResult.RUNNING)).as("still claimed").isEmpty();
+
+            letMoreThan(CLAIM);
+            assertThat(pollOwn(SHORT, process -> new ProcessQueue.PollResult.Ended("COMPLETED", RETENTION)))
+                    .as("the claim lapsed: another instance takes it").hasSize(1);
+        } finally {
+            dead.dispose();
+        }
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isTrue();
+    }
+
+    @Test
+    void aProcessWhoseRecordIsGoneIsNotPolled() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        completeStartingProcess(owner, "p-" + UUID.randomUUID(), SHORT);
+        letMoreThan(SHORT);
+
+        assertThat(pollOwn(LEASE, process -> ProcessQueue.PollResult.RUNNING)).isEmpty();
+    }
+
+    /**
+     * One round of the queue, as an instance's watcher runs it: this test's own process gets {@code answer}, any
+     * other test's (the Redis store is shared) is left running. Returns this test's processes that were asked.
+     */
+    List<ProcessQueue.DueProcess> pollOwn(Duration maxDelay,
+            Function<ProcessQueue.DueProcess, ProcessQueue.PollResult> answer) {
+        List<ProcessQueue.DueProcess> asked = new CopyOnWriteArrayList<>();
+        processes().pollDue(32, LEASE, maxDelay, process -> {
+            if (!process.scopeHash().equals(scope.hash())) {
+                return Mono.just(ProcessQueue.PollResult.RUNNING);
+            }
+            asked.add(process);
+            return Mono.just(answer.apply(process));
+        }).block(WAIT);
+        return asked;
     }
 
     // ---- helpers

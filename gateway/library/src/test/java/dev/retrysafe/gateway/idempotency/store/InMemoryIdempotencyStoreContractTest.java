@@ -17,10 +17,15 @@ import org.junit.jupiter.api.Test;
  */
 class InMemoryIdempotencyStoreContractTest extends IdempotencyStoreContract {
     private final MutableClock clock = new MutableClock(Instant.parse("2026-01-15T10:00:00Z"));
-    private final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore(clock);
+    private final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore(clock).firstProcessPoll(SHORT);
 
     @Override
     protected IdempotencyStore store() {
+        return store;
+    }
+
+    @Override
+    protected ProcessQueue processes() {
         return store;
     }
 

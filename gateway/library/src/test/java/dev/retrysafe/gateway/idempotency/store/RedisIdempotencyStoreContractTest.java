@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.store;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import io.lettuce.core.ClientOptions;
@@ -31,6 +32,7 @@ class RedisIdempotencyStoreContractTest extends IdempotencyStoreContract {
     static SettleSignals signals;
     static RedisSettleSubscription subscription;
     static RedisIdempotencyStore store;
+    static RedisProcessQueue processes;
 
     @BeforeAll
     static void startRedis() {
@@ -53,7 +55,8 @@ class RedisIdempotencyStoreContractTest extends IdempotencyStoreContract {
                 .hashKey(RedisSerializer.string())
                 .build());
         signals = new SettleSignals();
-        store = new RedisIdempotencyStore(bytes, signals, 1024, EncryptionKeys.none(), Optional.empty());
+        store = new RedisIdempotencyStore(bytes, signals, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
+        processes = new RedisProcessQueue(bytes);
         subscription = new RedisSettleSubscription(connections, signals);
         subscription.start();
         subscription.subscribed().block(WAIT);
@@ -75,6 +78,11 @@ class RedisIdempotencyStoreContractTest extends IdempotencyStoreContract {
     @Override
     protected IdempotencyStore store() {
         return store;
+    }
+
+    @Override
+    protected ProcessQueue processes() {
+        return processes;
     }
 
     /**

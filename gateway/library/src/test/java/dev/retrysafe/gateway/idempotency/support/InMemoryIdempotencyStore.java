@@ -8,6 +8,7 @@ import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
@@ -22,6 +23,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -39,7 +41,7 @@ import reactor.core.publisher.Mono;
  * publishes that one on its wake-up channel). {@code IdempotencyStoreContract} runs the same behaviours against
  * this store and the Redis one, so the two cannot drift apart unnoticed.
  */
-public final class InMemoryIdempotencyStore implements IdempotencyStore {
+public final class InMemoryIdempotencyStore implements IdempotencyStore, ProcessQueue {
     /** What a lapsed lease leaves as the uncertain reason, word for word as idempotency_reserve.lua does. */
     public static final String LEASE_LAPSED_REASON =
             "lease lapsed: the gateway instance forwarding the request stopped renewing it";
@@ -56,6 +58,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     private final Map<String, Expiring> releaseNotes = new HashMap<>();
     /** By route and process id, as idempotency-process:route:id: the scope hash of the record. */
     private final Map<String, Expiring> processLinks = new HashMap<>();
+    /** By scope hash, as the idempotency-processes:{tag} sorted sets: when the process's next poll is due. */
+    private final Map<String, Long> pendingProcesses = new HashMap<>();
+    private Duration firstProcessPoll = Duration.ofSeconds(1);
 
     /** On the system clock. */
     public InMemoryIdempotencyStore() {
@@ -76,6 +81,12 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
         this.signals = signals;
     }
 
+    /** As RedisIdempotencyStore's firstProcessPoll: when a queued process is first due (default one second). */
+    public synchronized InMemoryIdempotencyStore firstProcessPoll(Duration delay) {
+        this.firstProcessPoll = delay;
+        return this;
+    }
+
     @Override
     public Mono<Reservation> reserve(ReservationRequest r) {
         return step(wakeUps -> {
@@ -84,6 +95,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             Entry entry = live(hash, now);
             if (entry == null) {
                 entry = new Entry(r.fingerprint());
+                entry.routeId = r.scope().routeId();
+                entry.upstream = r.upstream();
                 entry.state = RecordState.IN_FLIGHT;
                 entry.owner = r.owner();
                 entry.leaseUntil = now + millis(r.lease());
@@ -155,6 +168,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             if (entry == null) {
                 // The record vanished: nobody else can own a record that does not exist.
                 entry = new Entry(c.fingerprint());
+                entry.routeId = c.scope().routeId();
+                entry.upstream = c.upstream();
                 entry.restored = true;
                 records.put(hash, entry);
                 result = CompletionResult.RESTORED;
@@ -171,6 +186,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             if (c.processId().isPresent()) {
                 entry.processId = c.processId().get();
                 entry.processState = PROCESS_PENDING;
+                entry.pollDelay = millis(firstProcessPoll);
+                pendingProcesses.put(hash, now + entry.pollDelay);
             }
             entry.expiresAt = now + millis(c.ttl());
             wakeUps.add(hash);
@@ -253,8 +270,62 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             entry.processState = PROCESS_ENDED;
             entry.processStatus = terminalValue;
             entry.expiresAt = now + millis(retention);
+            pendingProcesses.remove(link.value);
             return true;
         });
+    }
+
+    /** As RedisProcessQueue, without slots: claims, polls and records one batch of due processes. */
+    @Override
+    public Mono<Integer> pollDue(int max, Duration claim, Duration maxDelay,
+            Function<DueProcess, Mono<PollResult>> poll) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            List<DueProcess> due = new ArrayList<>();
+            pendingProcesses.entrySet().stream().filter(e -> e.getValue() <= now)
+                    .sorted(Map.Entry.comparingByValue()).limit(max).toList()
+                    .forEach(e -> {
+                        e.setValue(now + millis(claim));
+                        Entry entry = live(e.getKey(), now);
+                        if (entry == null || !PROCESS_PENDING.equals(entry.processState)) {
+                            pendingProcesses.remove(e.getKey());
+                        } else {
+                            due.add(new DueProcess(e.getKey(), entry.routeId, entry.processId, entry.upstream));
+                        }
+                    });
+            return due;
+        }).flatMapMany(Flux::fromIterable)
+                .flatMap(process -> Mono.defer(() -> poll.apply(process))
+                        .onErrorReturn(PollResult.RUNNING).defaultIfEmpty(PollResult.RUNNING)
+                        .flatMap(result -> step(wakeUps -> {
+                            record(process, result, maxDelay);
+                            return 1;
+                        })))
+                .reduce(0, Integer::sum);
+    }
+
+    private void record(DueProcess process, PollResult result, Duration maxDelay) {
+        long now = clock.getAsLong();
+        Entry entry = live(process.scopeHash(), now);
+        if (entry == null || !process.processId().equals(entry.processId)
+                || !PROCESS_PENDING.equals(entry.processState)) {
+            pendingProcesses.remove(process.scopeHash());
+            return;
+        }
+        if (result instanceof PollResult.Ended ended) {
+            entry.processState = PROCESS_ENDED;
+            entry.processStatus = ended.status();
+            entry.expiresAt = now + millis(ended.retention());
+            pendingProcesses.remove(process.scopeHash());
+        } else {
+            entry.pollDelay = Math.min(2 * entry.pollDelay, millis(maxDelay));
+            pendingProcesses.put(process.scopeHash(), now + entry.pollDelay);
+        }
+    }
+
+    /** When the scope's process is next due for a status poll, if it is queued. */
+    public synchronized Optional<Long> processDueAt(IdempotencyScope scope) {
+        return Optional.ofNullable(pendingProcesses.get(scope.hash()));
     }
 
     @Override
@@ -376,6 +447,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
         String processId;
         String processState;
         String processStatus;
+        long pollDelay;
+        String routeId;
+        String upstream;
         boolean restored;
 
         Entry(Fingerprint fingerprint) {

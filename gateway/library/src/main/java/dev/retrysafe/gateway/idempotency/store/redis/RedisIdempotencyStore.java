@@ -41,7 +41,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private static final RedisScript<Long> RELEASE = LuaScripts.load("idempotency_release.lua", Long.class);
     private static final RedisScript<Long> RENEW = LuaScripts.load("idempotency_renew.lua", Long.class);
     private static final RedisScript<Long> UNCERTAIN = LuaScripts.load("idempotency_uncertain.lua", Long.class);
-    private static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
+    static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
     private static final byte[] YES = bytes("1");
     private static final byte[] NO = bytes("0");
     private static final byte[] CHANNEL = bytes(SETTLED_CHANNEL);
@@ -50,19 +50,29 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final SettleSignals signals;
     private final StoredResponseCodec codec;
     private final Optional<ReplicaAcks> replicaAcks;
+    private final Duration firstProcessPoll;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
         this(redis, signals, 1024, EncryptionKeys.none(), Optional.empty());
+    }
+
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
+        this(redis, signals, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
     }
 
     /**
      * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
      * @param encryption    seals stored responses when enabled (AES-GCM); {@link EncryptionKeys#none()} for plain
      * @param replicaAcks   when present, reservations and stored results wait for replica acknowledgement
+     * @param firstProcessPoll how long after a 202 naming an unfinished process its status is first polled
+     *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
      */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
-            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
+            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
+            Duration firstProcessPoll) {
         this.redis = redis;
+        this.firstProcessPoll = firstProcessPoll;
         this.signals = signals;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.replicaAcks = replicaAcks;
@@ -93,7 +103,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()), bytes(r.method()),
                 bytes(r.path()));
         if (replicaAcks.isPresent()) {
-            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, recordKey(scope), args)
+            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, List.of(recordKey(scope)), args)
                     .flatMap(acked -> {
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
@@ -121,16 +131,35 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
         List<byte[]> args = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
-                CHANNEL, bytes(scope.hash()), bytes(identity));
+                CHANNEL, bytes(scope.hash()), bytes(identity), millis(firstProcessPoll));
+        List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()));
+        if (c.processId().isPresent()) {
+            // Where to look is said before the store step queues the process (a gateway dying right after it has
+            // said it already) and again after it (a look racing the step cannot have dropped the slot). A failure
+            // here must not cost the result: the store step runs anyway.
+            return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
+                    .then(store(scope, keys, args))
+                    .flatMap(result -> result == CompletionResult.NOT_OWNER || result == CompletionResult.ALREADY_STORED
+                            ? Mono.just(result)
+                            : RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
+                                    .thenReturn(result));
+        }
+        return store(scope, keys, args);
+    }
+
+    private Mono<CompletionResult> store(IdempotencyScope scope, List<String> keys, List<byte[]> args) {
+        Mono<CompletionResult> stored;
         if (replicaAcks.isPresent()) {
-            return replicaAcks.get().run(COMPLETE, ScriptOutputType.INTEGER, recordKey(scope), args)
+            stored = replicaAcks.get().run(COMPLETE, ScriptOutputType.INTEGER, keys, args)
                     .flatMap(acked -> settle(scope, Mono.just((Long) acked.reply()))
                             .map(result -> result != 0L && !acked.enough()
                                     ? CompletionResult.STORED_UNACKNOWLEDGED
                                     : completionResult(result)));
+        } else {
+            stored = settle(scope, redis.execute(COMPLETE, keys, args).next())
+                    .map(RedisIdempotencyStore::completionResult);
         }
-        return settle(scope, redis.execute(COMPLETE, List.of(recordKey(scope)), args).next())
-                .map(RedisIdempotencyStore::completionResult);
+        return stored;
     }
 
     private static CompletionResult completionResult(Long scriptResult) {
@@ -173,8 +202,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
         return redis.opsForValue().get(processKey(routeId, processId))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
-                .flatMap(scopeHash -> redis.execute(PROCESS_ENDED, List.of(recordKey(scopeHash)),
-                        List.of(bytes(processId), bytes(terminalValue), millis(retention))).next())
+                .flatMap(scopeHash -> redis.execute(PROCESS_ENDED,
+                        List.of(recordKey(scopeHash), RedisProcessQueue.pendingKey(scopeHash)),
+                        List.of(bytes(processId), bytes(terminalValue), millis(retention), bytes(scopeHash))).next())
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
     }

@@ -77,9 +77,9 @@ public final class ReplicaAcks implements AutoCloseable {
                 () -> ((RedisClient) connections.getRequiredNativeClient()).connectAsync(ByteArrayCodec.INSTANCE, uri));
     }
 
-    /** Runs {@code script} on {@code key}, then waits (bounded) for the replicas to acknowledge what it wrote. */
-    Mono<Acknowledged> run(RedisScript<?> script, ScriptOutputType type, String key, List<byte[]> args) {
-        byte[][] keys = {key.getBytes(StandardCharsets.UTF_8)};
+    /** Runs {@code script} on {@code keys}, then waits (bounded) for the replicas to acknowledge what it wrote. */
+    Mono<Acknowledged> run(RedisScript<?> script, ScriptOutputType type, List<String> keyNames, List<byte[]> args) {
+        byte[][] keys = keyNames.stream().map(key -> key.getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
         byte[][] values = args.toArray(byte[][]::new);
         return connection().flatMap(connection -> {
             RedisAsyncCommands<byte[], byte[]> commands = connection.async();

@@ -1,0 +1,43 @@
+-- The directory of the slots that hold pending processes: slot tag by the time to look next. One key for the
+-- fleet, touched around each stored 202 naming a process and once per slot looked into, never per request.
+-- KEYS[1] the directory
+-- ARGV[1] operation:
+--   'claim' ARGV[2] most slots   ARGV[3] lease in ms: the slots due now, each pushed back by the lease; returns
+--           {now, tag, claimed score, tag, claimed score...}
+--   'sooner' ARGV[2] tag   ARGV[3] delay in ms: look at the slot within the delay (only ever brings it forward)
+--   'next' ARGV[2] tag   ARGV[3] the claimed score   ARGV[4] time to look next (absolute ms), '' when the slot
+--           was empty (the slot leaves the directory): done only if nobody changed the slot's entry since the claim
+--           (a 'sooner' in between wins)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op = ARGV[1]
+if op == 'claim' then
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+  local reply = {tostring(now)}
+  local claimed = now + tonumber(ARGV[3])
+  for _, tag in ipairs(due) do
+    redis.call('ZADD', KEYS[1], claimed, tag)
+    reply[#reply + 1] = tag
+    reply[#reply + 1] = tostring(claimed)
+  end
+  return reply
+elseif op == 'sooner' then
+  local at = now + tonumber(ARGV[3])
+  local current = redis.call('ZSCORE', KEYS[1], ARGV[2])
+  if not current or tonumber(current) > at then
+    redis.call('ZADD', KEYS[1], at, ARGV[2])
+  end
+  return 1
+elseif op == 'next' then
+  local current = redis.call('ZSCORE', KEYS[1], ARGV[2])
+  if current and tonumber(current) == tonumber(ARGV[3]) then
+    if ARGV[4] == '' then
+      redis.call('ZREM', KEYS[1], ARGV[2])
+    else
+      redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
+    end
+    return 1
+  end
+  return 0
+end
+return redis.error_reply('unknown operation ' .. tostring(op))

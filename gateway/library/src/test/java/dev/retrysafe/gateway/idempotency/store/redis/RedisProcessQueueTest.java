@@ -1,0 +1,186 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.support.RedisProcess;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
+import reactor.core.publisher.Mono;
+
+/**
+ * The Redis side of the fleet's process queue that the store contract cannot see: the keys, the directory of slots,
+ * the back-off kept in the record. On a real redis-server, flushed before each test.
+ */
+class RedisProcessQueueTest {
+    static final Duration WAIT = Duration.ofSeconds(10);
+    static RedisProcess redis;
+    static LettuceConnectionFactory connections;
+    static ReactiveRedisTemplate<String, byte[]> bytes;
+
+    RedisIdempotencyStore store;
+    final IdempotencyScope scope = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
+
+    @BeforeAll
+    static void startRedis() {
+        redis = RedisProcess.start();
+        connections = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port()));
+        connections.afterPropertiesSet();
+        connections.start();
+        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
+                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        connections.destroy();
+        redis.close();
+    }
+
+    @BeforeEach
+    void emptyRedis() {
+        bytes.execute(c -> c.serverCommands().flushAll()).blockLast(WAIT);
+        store = new RedisIdempotencyStore(bytes, new SettleSignals(), 1024, EncryptionKeys.none(), Optional.empty(),
+                Duration.ofMillis(100));
+    }
+
+    @Test
+    void aStored202IsQueuedInItsRecordsSlotAndItsSlotIsLookedIntoSoon() {
+        stored202("p-1");
+
+        String pending = RedisProcessQueue.pendingKey(scope.hash());
+        assertThat(pending).isEqualTo("idempotency-processes:{" + SlotTags.sameSlotAs(scope.hash()) + "}");
+        assertThat(score(pending, scope.hash())).as("due in 100 ms").isBetween(redisNow() - 1_000, redisNow() + 100);
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, SlotTags.sameSlotAs(scope.hash())))
+                .isBetween(redisNow() - 1_000, redisNow() + 100);
+        assertThat(field("process_poll_delay")).isEqualTo("100");
+    }
+
+    @Test
+    void aSlotWithoutPendingProcessesLeavesTheDirectory() {
+        stored202("p-1");
+        awaitDue();
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60),
+                p -> Mono.just(new PollResult.Ended("COMPLETED", Duration.ofHours(1)))).block(WAIT);
+
+        assertThat(bytes.opsForZSet().size(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isZero();
+        assertThat(bytes.opsForZSet().size(RedisProcessQueue.pendingKey(scope.hash())).block(WAIT)).isZero();
+        assertThat(field("process_state")).isEqualTo("ENDED");
+    }
+
+    @Test
+    void aSlotIsOnlyLookedIntoWhenTheDirectorySaysSo() {
+        stored202("p-1");
+        awaitDue();
+        String tag = SlotTags.sameSlotAs(scope.hash());
+        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow() + 3_600_000).block(WAIT);
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        assertThat(pollOwn(queue)).as("not its turn").isEmpty();
+
+        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow()).block(WAIT);
+        assertThat(pollOwn(queue)).extracting(DueProcess::processId).containsExactly("p-1");
+    }
+
+    @Test
+    void eachAnswerThatItStillRunsDoublesTheDelayUpToTheLongest() {
+        stored202("p-1");
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        for (String expected : List.of("200", "400", "500", "500")) {
+            awaitDue();
+            assertThat(pollOwn(queue, Duration.ofMillis(500))).hasSize(1);
+            assertThat(field("process_poll_delay")).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void afterLookingIntoASlotTheDirectoryKeepsASoonerLookAskedForMeanwhile() {
+        stored202("p-1");
+        awaitDue();
+        String tag = SlotTags.sameSlotAs(scope.hash());
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        List<Long> soonerAt = new CopyOnWriteArrayList<>();
+        queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60), p -> {
+            // Another 202 in the same slot is stored while this instance polls: it asks for a look in 50 ms.
+            return RedisProcessQueue.lookSoon(bytes, scope.hash(), Duration.ofMillis(50))
+                    .then(bytes.opsForZSet().score(RedisProcessQueue.DIRECTORY_KEY, utf8(tag)))
+                    .doOnNext(score -> soonerAt.add(score.longValue()))
+                    .thenReturn(PollResult.RUNNING);
+        }).block(WAIT);
+
+        assertThat(soonerAt).hasSize(1);
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).as("not pushed back after the poll")
+                .isEqualTo(soonerAt.get(0));
+    }
+
+    private List<DueProcess> pollOwn(RedisProcessQueue queue) {
+        return pollOwn(queue, Duration.ofSeconds(60));
+    }
+
+    private List<DueProcess> pollOwn(RedisProcessQueue queue, Duration maxDelay) {
+        List<DueProcess> asked = new CopyOnWriteArrayList<>();
+        queue.pollDue(32, Duration.ofSeconds(15), maxDelay, p -> {
+            if (p.scopeHash().equals(scope.hash())) {
+                asked.add(p);
+            }
+            return Mono.just(PollResult.RUNNING);
+        }).block(WAIT);
+        return asked;
+    }
+
+    /** Waits (bounded) until the process's next poll is due on the Redis server's clock. */
+    private void awaitDue() {
+        String pending = RedisProcessQueue.pendingKey(scope.hash());
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (score(pending, scope.hash()) > redisNow() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+    }
+
+    private void stored202(String processId) {
+        StoredResponse accepted = new StoredResponse(202, List.of(),
+                ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
+        store.complete(new Completion(scope, OwnerToken.random(), new Fingerprint("a".repeat(64)), "http://upstream",
+                accepted, Duration.ofDays(7), Optional.of(processId))).block(WAIT);
+    }
+
+    private String field(String name) {
+        return bytes.<String, byte[]>opsForHash().get(RedisIdempotencyStore.recordKey(scope.hash()), name)
+                .map(b -> new String(b, StandardCharsets.UTF_8)).block(WAIT);
+    }
+
+    private static long score(String key, String member) {
+        return bytes.opsForZSet().score(key, member.getBytes(StandardCharsets.UTF_8)).block(WAIT).longValue();
+    }
+
+    private static byte[] utf8(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static long redisNow() {
+        return bytes.execute(c -> c.serverCommands().time()).next().block(WAIT);
+    }
+}
