@@ -118,6 +118,9 @@ rows="$out/rows.tsv"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Busy ticks of the whole machine (every core, every process: wrk, nginx, Redis, the gateway, the rest).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# Ticks the hypervisor gave to other guests while this VM wanted to run (steal): a shared VM's share of noise.
+steal_and_all_ticks() { awk '/^cpu / {print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+read -r steal_start all_start <<< "$(steal_and_all_ticks)"
 per_request_us() { echo $(( ($2 - $1) * 1000000 / $(getconf CLK_TCK) / ($3 > 0 ? $3 : 1) )); }
 wrk_run() { # seconds url mode run [wrk options...]
   local seconds=$1 url=$2 mode=$3 run=$4
@@ -242,7 +245,9 @@ for jvm in ${JVMS:-server minimal}; do
   fi
 done
 
-machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -n 1), $([ "$RECORDS" -gt 0 ] && echo "$RECORDS records preloaded, ")Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//'), wrk $THREADS threads $CONNECTIONS connections, the median of $ROUNDS rounds of ${DURATION} s per target after $WARMUP_PASSES warm-up passes of ${WARMUP} s over every target"
+read -r steal_end all_end <<< "$(steal_and_all_ticks)"
+stolen=$(( (steal_end - steal_start) * 100 / ((all_end - all_start) > 0 ? (all_end - all_start) : 1) ))
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(java -version 2>&1 | head -n 1), $([ "$RECORDS" -gt 0 ] && echo "$RECORDS records preloaded, ")Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//'), wrk $THREADS threads $CONNECTIONS connections, the median of $ROUNDS rounds of ${DURATION} s per target after $WARMUP_PASSES warm-up passes of ${WARMUP} s over every target, ${stolen}% of the CPU time stolen by the hypervisor during the run"
 # Per JVM and target, the round with the median throughput.
 sort -t$'\t' -k1,1 -k2,2 -k4,4n "$rows" | awk -v rounds="$ROUNDS" -F'\t' '
   { n[$1 FS $2]++; if (n[$1 FS $2] == int((rounds + 1) / 2)) print }' > "$out/medians.tsv"
