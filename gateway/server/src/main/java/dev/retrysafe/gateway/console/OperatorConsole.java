@@ -21,6 +21,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
 import org.springframework.http.HttpStatus;
@@ -41,6 +43,7 @@ import reactor.core.scheduler.Schedulers;
  * {@link IdempotencyOperatorEndpoint#resolve} itself, so the console checks and logs exactly what the API does.
  */
 final class OperatorConsole {
+    private static final Logger log = LoggerFactory.getLogger(OperatorConsole.class);
     static final String PATH = "/console";
     static final int LIMIT = 200;
     private static final long DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS = 60;
@@ -87,7 +90,20 @@ final class OperatorConsole {
                 : Optional.empty();
         return Mono.zip(session(request), inspector.list(filter).collectList().timeout(TIMEOUT))
                 .flatMap(both -> html(HttpStatus.OK, ConsolePages.list(base(request), both.getT1(), shown,
-                        both.getT2(), LIMIT, clock.instant(), notice)));
+                        both.getT2(), LIMIT, clock.instant(), notice)))
+                .onErrorResume(e -> storeUnavailable(request, shown, "list the records", e));
+    }
+
+    /**
+     * Redis did not answer (down, failing over, slower than the console waits): the operator gets a page that says
+     * so and can retry, not a bare 500.
+     */
+    private Mono<ServerResponse> storeUnavailable(ServerRequest request, ListFilter shown, String what, Throwable e) {
+        log.warn("Operator console could not {}: {}", what, e.toString());
+        Notice notice = new Notice(true, "The idempotency store did not answer within " + TIMEOUT.toSeconds()
+                + " s, so the console could not " + what + ". Nothing was changed; try again in a moment.");
+        return session(request).flatMap(session -> html(HttpStatus.SERVICE_UNAVAILABLE, ConsolePages.list(
+                base(request), session, shown, List.of(), LIMIT, clock.instant(), Optional.of(notice))));
     }
 
     private Mono<ServerResponse> login(ServerRequest request) {
@@ -137,7 +153,11 @@ final class OperatorConsole {
         return Mono.zip(session(request), view).flatMap(both -> html(
                 both.getT2().isEmpty() && status == HttpStatus.OK ? HttpStatus.NOT_FOUND : status,
                 ConsolePages.detail(base(request), both.getT1(), scopeHash, both.getT2().orElse(null),
-                        clock.instant(), notice, form)));
+                        clock.instant(), notice, form)))
+                .onErrorResume(e -> storeUnavailable(request,
+                        new ListFilter("", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS),
+                        "read record " + (SCOPE_HASH.matcher(scopeHash).matches() ? scopeHash : "(not a scope hash)"),
+                        e));
     }
 
     /**

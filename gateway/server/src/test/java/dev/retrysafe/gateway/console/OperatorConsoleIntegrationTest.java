@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
+import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
@@ -20,7 +21,10 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -31,6 +35,7 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseCookie;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.reactive.server.EntityExchangeResult;
@@ -54,6 +59,8 @@ import org.springframework.web.reactive.function.BodyInserters;
                 "idempotency.operator.username=ops",
                 "idempotency.operator.password=s3cret"})
 @ExtendWith(OutputCaptureExtension.class)
+// The store-down test stops Redis: it runs last, and its context is not reused.
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class OperatorConsoleIntegrationTest {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
     static final Pattern CSRF = Pattern.compile("name=\"_csrf\" value=\"([^\"]+)\"");
@@ -68,6 +75,8 @@ class OperatorConsoleIntegrationTest {
     int managementPort;
     @Autowired
     RecordInspector inspector;
+    @Autowired
+    EmbeddedRedisServer redis;
 
     WebTestClient gateway;
     WebTestClient management;
@@ -105,6 +114,24 @@ class OperatorConsoleIntegrationTest {
 
     static String hash(String key) {
         return new IdempotencyScope("", "onboarding", new IdempotencyKey(key)).hash();
+    }
+
+    @Test
+    @Order(Integer.MAX_VALUE)
+    @DirtiesContext
+    void aStoreThatDoesNotAnswerGivesTheOperatorAPageSayingSoNotA500(CapturedOutput output) {
+        Browser browser = signIn();
+        redis.stop();
+
+        String list = management.get().uri("/console").cookie("SESSION", browser.session()).exchange()
+                .expectStatus().isEqualTo(503).expectBody(String.class).returnResult().getResponseBody();
+        assertThat(list).contains("The idempotency store did not answer").contains("could not list the records")
+                .contains("Nothing was changed");
+        String record = management.get().uri("/console/records/{hash}", "some-scope-hash")
+                .cookie("SESSION", browser.session()).exchange()
+                .expectStatus().isEqualTo(503).expectBody(String.class).returnResult().getResponseBody();
+        assertThat(record).contains("could not read record some-scope-hash");
+        assertThat(output.getAll()).contains("Operator console could not list the records");
     }
 
     /** A signed-in browser: its session cookie, and a CSRF token from the last page it was shown. */
