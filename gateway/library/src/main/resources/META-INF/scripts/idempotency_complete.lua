@@ -8,6 +8,7 @@
 -- processes of the record's slot, where any gateway instance of the fleet finds it: the instance that stored the 202
 -- may die at any moment after this script.
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot (sorted set: scope hash by next poll time)
+-- KEYS[3] IN_FLIGHT index   KEYS[4] UNCERTAIN index of the record's slot: a settled record leaves them
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
@@ -36,6 +37,8 @@ end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,
   'owner', ARGV[1])
 redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
+redis.call('ZREM', KEYS[3], ARGV[7])
+redis.call('ZREM', KEYS[4], ARGV[7])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[9])
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[9]), ARGV[7])

@@ -1,6 +1,6 @@
 -- Operator: settle an unsettled record (IN_FLIGHT or UNCERTAIN) with the result reconciled with the backend.
 -- The former owner loses it: a late completion from the original request changes nothing afterwards.
--- KEYS[1] record hash
+-- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] encoded response   ARGV[2] status   ARGV[3] retention in ms
 -- ARGV[4] who   ARGV[5] why   ARGV[6] wake-up channel   ARGV[7] scope hash
 -- Returns the state the record was in, or 'ABSENT'.
@@ -16,6 +16,8 @@ end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[1], 'status', ARGV[2], 'completed_at', now,
   'resolved_by', ARGV[4], 'resolved_reason', ARGV[5], 'resolved_at', now)
 redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until')
+redis.call('ZREM', KEYS[2], ARGV[7])
+redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if current[2] then
   redis.call('PUBLISH', ARGV[6], ARGV[7])

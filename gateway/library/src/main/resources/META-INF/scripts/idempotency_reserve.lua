@@ -1,6 +1,8 @@
 -- Reserve a scope atomically, or report what holds it. One round trip for every outcome:
 -- first write (reserved), replay (the stored response comes back), mismatch, in flight, uncertain.
--- KEYS[1] record hash
+-- KEYS[1] record hash   KEYS[2] IN_FLIGHT index of the record's slot   KEYS[3] UNCERTAIN index of the record's slot
+-- (sorted sets of scope hashes by when they entered the state: counts and the operator's queue read them, never a
+-- SCAN of every record)
 -- ARGV[1] request fingerprint   ARGV[2] owner token    ARGV[3] lease in ms
 -- ARGV[4] '1' when the caller will wait for an in-flight record
 -- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
@@ -19,6 +21,8 @@ if not state then
     'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[12], 'path', ARGV[13])
   -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  redis.call('ZADD', KEYS[2], now, ARGV[11])
+  redis.call('ZREM', KEYS[3], ARGV[11])
   return {'RESERVED'}
 end
 if current[2] ~= ARGV[1] then
@@ -31,6 +35,8 @@ if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
   redis.call('HSET', KEYS[1], 'state', state, 'uncertain_at', now,
     'uncertain_reason', 'lease lapsed: the gateway instance forwarding the request stopped renewing it')
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  redis.call('ZREM', KEYS[2], ARGV[11])
+  redis.call('ZADD', KEYS[3], now, ARGV[11])
   if current[4] then
     redis.call('PUBLISH', ARGV[10], ARGV[11])
   end
@@ -41,6 +47,8 @@ if state == 'UNCERTAIN' and ARGV[9] == '1' then
     'lease_until', now + tonumber(ARGV[3]))
   redis.call('HINCRBY', KEYS[1], 'attempts', 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
+  redis.call('ZREM', KEYS[3], ARGV[11])
+  redis.call('ZADD', KEYS[2], now, ARGV[11])
   return {'RESERVED'}
 end
 if state == 'COMPLETED' then

@@ -1,6 +1,6 @@
 -- The request was sent but no complete answer came back: record that the outcome is unknown, keep the key
 -- bound, and wake up waiters so they stop waiting for a result that will not come.
--- KEYS[1] record hash
+-- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
 -- Returns 1 marked, 2 already marked by this owner for this reason (a retry whose first attempt landed),
 -- 0 not this owner's to mark.
@@ -17,6 +17,8 @@ end
 redis.call('HSET', KEYS[1], 'state', 'UNCERTAIN', 'uncertain_at', now, 'uncertain_reason', ARGV[2])
 redis.call('HDEL', KEYS[1], 'lease_until', 'waiters')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[5])
+redis.call('ZADD', KEYS[3], now, ARGV[5])
 if current[3] then
   redis.call('PUBLISH', ARGV[4], ARGV[5])
 end

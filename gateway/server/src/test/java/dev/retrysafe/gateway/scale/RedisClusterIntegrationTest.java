@@ -1,7 +1,5 @@
 package dev.retrysafe.gateway.scale;
 
-import dev.retrysafe.gateway.support.Gateways;
-import dev.retrysafe.gateway.support.LocalRedisCluster;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.exactly;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
@@ -13,13 +11,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.support.Gateways;
+import dev.retrysafe.gateway.support.LocalRedisCluster;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -96,7 +101,36 @@ class RedisClusterIntegrationTest {
         assertThat(listed).hasSizeGreaterThanOrEqualTo(30);
         // So does the count behind the idempotency.records gauges.
         assertThat(gateway.getBean(RecordInspector.class).count(Duration.ofMinutes(1), 100_000)
-                .block(Duration.ofSeconds(10)).completed()).isGreaterThanOrEqualTo(30);
+                .block(Duration.ofSeconds(10)).completed().getAsLong()).isGreaterThanOrEqualTo(30);
+    }
+
+    /**
+     * Issue 14, point 2: on a Cluster the index of unsettled records lives in each record's slot, and counts and the
+     * operator's list read every slot's part of it, on every master, without a SCAN.
+     */
+    @Test
+    void theIndexOfUnsettledRecordsCountsAndListsThemOnEveryMaster() throws Exception {
+        IdempotencyStore store = gateway.getBean(IdempotencyStore.class);
+        RecordInspector inspector = gateway.getBean(RecordInspector.class);
+        long before = inspector.count(Duration.ofMinutes(1), 0).block(Duration.ofSeconds(30)).uncertain();
+        Set<String> uncertain = new HashSet<>();
+        Set<Integer> masters = new HashSet<>();
+        for (int i = 0; i < 30; i++) {
+            IdempotencyScope scope = new IdempotencyScope("", "onboarding", new IdempotencyKey(UUID.randomUUID().toString()));
+            OwnerToken owner = OwnerToken.random();
+            store.reserve(new ReservationRequest(scope, new Fingerprint("c".repeat(64)), owner, Duration.ofMinutes(1),
+                    Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
+            store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(Duration.ofSeconds(10));
+            uncertain.add(scope.hash());
+            masters.add(cluster.ownerOf(RedisIdempotencyStore.recordKey(scope)));
+        }
+        assertThat(masters).as("records on every master").hasSize(3);
+
+        assertThat(inspector.count(Duration.ofMinutes(1), 0).block(Duration.ofSeconds(30)).uncertain())
+                .isEqualTo(before + 30);
+        List<RecordView> listed = inspector.list(new RecordFilter(Set.of("UNCERTAIN"), Optional.empty(),
+                Optional.empty(), Duration.ZERO, 10_000)).collectList().block(Duration.ofSeconds(30));
+        assertThat(listed).extracting(RecordView::scopeHash).containsAll(uncertain);
     }
 
     /**

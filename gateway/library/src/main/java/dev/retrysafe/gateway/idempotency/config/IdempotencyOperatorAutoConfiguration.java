@@ -17,6 +17,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
  * Reading and settling records: the operator endpoint, and the record-count gauges that read the records the same
@@ -32,7 +33,10 @@ public class IdempotencyOperatorAutoConfiguration {
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
             SettleSignals signals, EncryptionKeys encryption) {
-        return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), signals, encryption);
+        // On a Cluster a script may touch one slot: the index of unsettled records is then read a slot per call.
+        boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
+        return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), signals,
+                encryption, cluster);
     }
 
     @Bean

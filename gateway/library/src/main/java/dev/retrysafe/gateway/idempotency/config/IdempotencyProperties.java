@@ -71,11 +71,11 @@ public record IdempotencyProperties(
     }
 
     /**
-     * The periodic count of records by state behind the {@code idempotency.records} gauges. Each sample reads every
-     * record (SCAN plus one HMGET of two fields per record), on each instance where it is enabled.
+     * The periodic count of records by state behind the {@code idempotency.records} gauges, on each instance where it
+     * is enabled. Unsettled records are counted from their index; COMPLETED ones by reading every record key.
      *
      * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
-     * @param maxRecords   a sample stops (gauges NaN) rather than read more records than this: bounds its cost
+     * @param maxRecords   the COMPLETED count gives up (its gauge NaN) rather than read more record keys than this
      */
     public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
             @DefaultValue("60s") Duration pendingAfter, @DefaultValue("100000") long maxRecords) {

@@ -14,14 +14,16 @@ import reactor.core.publisher.Mono;
 
 /**
  * Counts the store's records every {@code interval} and publishes the counts as gauges: {@code idempotency.records
- * {state}} (IN_FLIGHT, UNCERTAIN, COMPLETED) and {@code idempotency.records.pending} (IN_FLIGHT longer than
- * {@code pendingAfter}). The counts are cluster-wide, the same on every instance that samples. A failed or
- * unfinished sample, or one that would read more than {@code maxRecords} records, leaves the gauges at NaN rather
- * than at stale numbers that look current.
+ * {state}} (IN_FLIGHT, UNCERTAIN, COMPLETED), {@code idempotency.records.pending} (IN_FLIGHT longer than
+ * {@code pendingAfter}) and {@code idempotency.records.processes-pending} (COMPLETED records whose process has not
+ * been seen ending). The counts are cluster-wide, the same on every instance that samples. A failed or unfinished
+ * sample leaves the gauges at NaN rather than at stale numbers that look current; so does a COMPLETED count that
+ * would read more than {@code maxRecords} record keys (the others come from the index of unsettled records).
  */
 public final class RecordCountSampler implements SmartLifecycle {
     public static final String RECORDS = "idempotency.records";
     public static final String PENDING = "idempotency.records.pending";
+    public static final String PROCESSES_PENDING = "idempotency.records.processes-pending";
     private static final Logger log = LoggerFactory.getLogger(RecordCountSampler.class);
 
     private final RecordInspector inspector;
@@ -40,9 +42,16 @@ public final class RecordCountSampler implements SmartLifecycle {
         gauge(registry, RECORDS, "IN_FLIGHT", "Records reserved and not yet settled", RecordCounts::inFlight);
         gauge(registry, RECORDS, "UNCERTAIN", "Records whose outcome is unknown, waiting for reconciliation",
                 RecordCounts::uncertain);
-        gauge(registry, RECORDS, "COMPLETED", "Records holding a result for replay", RecordCounts::completed);
+        Gauge.builder(RECORDS, this, sampler -> sampler.latest == null || sampler.latest.completed().isEmpty()
+                        ? Double.NaN : sampler.latest.completed().getAsLong())
+                .description("Records holding a result for replay (NaN above idempotency.record-counts.max-records)")
+                .tag("state", "COMPLETED")
+                .register(registry);
         Gauge.builder(PENDING, this, sampler -> value(sampler.latest, RecordCounts::pending))
                 .description("IN_FLIGHT records reserved longer ago than idempotency.record-counts.pending-after")
+                .register(registry);
+        Gauge.builder(PROCESSES_PENDING, this, sampler -> value(sampler.latest, RecordCounts::processesPending))
+                .description("COMPLETED records whose process (a 202's) has not been seen ending yet")
                 .register(registry);
     }
 
@@ -63,12 +72,17 @@ public final class RecordCountSampler implements SmartLifecycle {
         return inspector.count(pendingAfter, maxRecords)
                 // A sample slower than the interval is abandoned: the next tick starts afresh.
                 .timeout(interval.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : interval)
-                .doOnNext(counts -> latest = counts)
+                .doOnNext(counts -> {
+                    latest = counts;
+                    if (counts.completed().isEmpty()) {
+                        log.debug("COMPLETED records not counted: more than {} record keys "
+                                + "(idempotency.record-counts.max-records)", maxRecords);
+                    }
+                })
                 .doOnError(e -> {
                     latest = null;
                     log.warn("Record counts unavailable ({}); idempotency.records gauges are NaN until the next "
-                            + "sample succeeds", e instanceof RecordInspector.TooManyRecords
-                            ? e.getMessage() + ", the limit idempotency.record-counts.max-records sets" : e.toString());
+                            + "sample succeeds", e.toString());
                 })
                 .onErrorResume(e -> Mono.empty());
     }

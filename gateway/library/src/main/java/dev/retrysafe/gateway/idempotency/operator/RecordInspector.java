@@ -13,18 +13,11 @@ public interface RecordInspector {
     Flux<RecordView> list(RecordFilter filter);
 
     /**
-     * Counts every record by state, and the IN_FLIGHT ones reserved more than {@code pendingAfter} ago. Reads each
-     * record: a cost linear in the number of records (see docs/operations/metrics-and-logs.md), so it fails with
-     * {@link TooManyRecords} rather than read more than {@code maxRecords}.
+     * Counts the records by state, and the IN_FLIGHT ones reserved more than {@code pendingAfter} ago. The COMPLETED
+     * count may read every record; above {@code maxRecords} it is left unknown (see
+     * docs/operations/metrics-and-logs.md).
      */
     Mono<RecordCounts> count(Duration pendingAfter, long maxRecords);
-
-    /** The store holds more records than a count may read. */
-    final class TooManyRecords extends RuntimeException {
-        public TooManyRecords(long maxRecords) {
-            super("more than " + maxRecords + " records");
-        }
-    }
 
     /** Frees an IN_FLIGHT or UNCERTAIN record; emits the state it was in, or {@code ABSENT}. */
     Mono<String> release(String scopeHash);

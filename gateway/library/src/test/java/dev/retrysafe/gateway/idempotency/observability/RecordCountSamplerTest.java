@@ -25,7 +25,7 @@ class RecordCountSamplerTest {
         public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
             return Mono.fromSupplier(() -> {
                 samples.incrementAndGet();
-                return new RecordCounts(2, 1, 40, 0);
+                return new RecordCounts(2, 1, java.util.OptionalLong.of(40), 0, 0);
             }).doOnNext(counts -> sampled.countDown());
         }
 

@@ -103,7 +103,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()), bytes(r.method()),
                 bytes(r.path()));
         if (replicaAcks.isPresent()) {
-            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, List.of(recordKey(scope)), args)
+            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, reserveKeys(scope), args)
                     .flatMap(acked -> {
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
@@ -115,8 +115,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                         return Mono.just(reservation);
                     });
         }
-        return redis.execute(RESERVE, List.of(recordKey(scope)), args).next()
+        return redis.execute(RESERVE, reserveKeys(scope), args).next()
                 .map(reply -> toReservation(reply, r.owner(), scope));
+    }
+
+    private static List<String> reserveKeys(IdempotencyScope scope) {
+        return List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
+                UnsettledIndex.uncertainKey(scope.hash()));
     }
 
     @Override
@@ -132,7 +137,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> args = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
                 CHANNEL, bytes(scope.hash()), bytes(identity), millis(firstProcessPoll));
-        List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()));
+        List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
+                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()));
         if (c.processId().isPresent()) {
             // Where to look is said before the store step queues the process (a gateway dying right after it has
             // said it already) and again after it (a look racing the step cannot have dropped the slot). A failure
@@ -174,14 +180,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         List<byte[]> args = List.of(bytes(owner.value()), CHANNEL, bytes(scope.hash()), millis(RELEASE_NOTE_TTL));
-        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope)), args).next())
+        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope),
+                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())), args)
+                .next())
                 .map(RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         List<byte[]> args = List.of(bytes(owner.value()), bytes(reason), millis(ttl), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope)), args).next())
+        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
+                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())), args)
+                .next())
                 .map(RedisIdempotencyStore::settleResult);
     }
 

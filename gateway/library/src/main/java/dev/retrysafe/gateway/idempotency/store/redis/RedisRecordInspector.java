@@ -18,19 +18,25 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
 import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.SynchronousSink;
 
-/** Operator access to the Redis records: SCAN for listing (operator traffic only), scripts for settling. */
+/**
+ * Operator access to the Redis records: the index of unsettled records for counts and the operator's queue, SCAN
+ * only for what the index does not hold (COMPLETED), scripts for settling.
+ */
 public final class RedisRecordInspector implements RecordInspector {
     private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "tenant", "upstream",
             "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
             "process_id", "process_state", "process_status", "resolved_by", "resolved_reason", "method", "path");
-    private static final List<String> COUNTED_FIELDS = List.of("state", "reserved_at");
+    private static final Set<String> UNSETTLED_STATES = Set.of("IN_FLIGHT", "UNCERTAIN");
+    /** How many records of each unsettled state a list looks at before its filters: bounds an operator's page. */
+    static final int CANDIDATES_PER_STATE = 2_000;
     private static final RedisScript<byte[]> RELEASE = LuaScripts.load(
             "idempotency_operator_release.lua", byte[].class);
     private static final RedisScript<byte[]> COMPLETE = LuaScripts.load(
@@ -39,13 +45,23 @@ public final class RedisRecordInspector implements RecordInspector {
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final SettleSignals signals;
     private final StoredResponseCodec codec;
+    private final UnsettledIndex index;
 
-    /** @param encryption the same keys the store uses, to show and write sealed responses */
     public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
             EncryptionKeys encryption) {
+        this(redis, signals, encryption, false);
+    }
+
+    /**
+     * @param encryption     the same keys the store uses, to show and write sealed responses
+     * @param oneSlotPerCall a Redis Cluster: the index is read one slot per call
+     */
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+            EncryptionKeys encryption, boolean oneSlotPerCall) {
         this.redis = redis;
         this.signals = signals;
         this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
+        this.index = new UnsettledIndex(redis, oneSlotPerCall);
     }
 
     @Override
@@ -53,12 +69,25 @@ public final class RedisRecordInspector implements RecordInspector {
         return view(RedisIdempotencyStore.recordKey(scopeHash), scopeHash, includeBody);
     }
 
+    /**
+     * IN_FLIGHT and UNCERTAIN records come from the index of unsettled records (oldest first within a slot, at most
+     * {@link #CANDIDATES_PER_STATE} of each state looked at); a filter that asks for COMPLETED ones reads every
+     * record (SCAN: operator traffic only).
+     */
     @Override
     public Flux<RecordView> list(RecordFilter filter) {
         long now = System.currentTimeMillis();
-        return redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000).build())
-                .concatMap(key -> view(key, key.substring(RedisIdempotencyStore.KEY_PREFIX.length() + 1,
-                        key.length() - 1), false))
+        Flux<RecordView> candidates = UNSETTLED_STATES.containsAll(filter.states())
+                ? index.list(CANDIDATES_PER_STATE)
+                        .filter(member -> filter.states().contains(member.state()))
+                        // A few lookups at once so that Lettuce pipelines them; the order stays the index's.
+                        .flatMapSequential(member -> view(RedisIdempotencyStore.recordKey(member.scopeHash()),
+                                member.scopeHash(), false), 16)
+                : redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+                                .build())
+                        .concatMap(key -> view(key, key.substring(RedisIdempotencyStore.KEY_PREFIX.length() + 1,
+                                key.length() - 1), false));
+        return candidates
                 .filter(v -> filter.states().contains(v.state()))
                 .filter(v -> filter.route().map(r -> r.equals(v.route())).orElse(true))
                 .filter(v -> filter.tenantHash().map(t -> t.equals(v.tenantHash())).orElse(true))
@@ -67,46 +96,31 @@ public final class RedisRecordInspector implements RecordInspector {
                 .take(filter.limit());
     }
 
+    /**
+     * IN_FLIGHT, UNCERTAIN, pending and pending processes from the index, at any store size. COMPLETED is the
+     * number of record keys less the unsettled ones: counting keys reads every one (SCAN), so above
+     * {@code maxRecords} it is left unknown.
+     */
     @Override
     public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
-        return Mono.defer(() -> {
-            long pendingBefore = System.currentTimeMillis() - pendingAfter.toMillis();
-            long[] tally = new long[4];
-            long[] seen = new long[1];
-            ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
-                    .build();
-            return redis.scan(records)
-                    .handle((String key, SynchronousSink<String> sink) -> {
-                        if (++seen[0] > maxRecords) {
-                            sink.error(new TooManyRecords(maxRecords));
-                        } else {
-                            sink.next(key);
-                        }
-                    })
-                    // Two fields per record; a few lookups in flight at once so that Lettuce pipelines them.
-                    .flatMap(key -> redis.<String, byte[]>opsForHash().multiGet(key, COUNTED_FIELDS), 16)
-                    .doOnNext(fields -> {
-                        String state = fields.get(0) == null ? "" : new String(fields.get(0), StandardCharsets.UTF_8);
-                        switch (state) {
-                            case "IN_FLIGHT" -> {
-                                tally[0]++;
-                                if (fields.get(1) != null && Long.parseLong(
-                                        new String(fields.get(1), StandardCharsets.UTF_8)) <= pendingBefore) {
-                                    tally[3]++;
-                                }
-                            }
-                            case "UNCERTAIN" -> tally[1]++;
-                            case "COMPLETED" -> tally[2]++;
-                            default -> { } // expired between SCAN and HMGET
-                        }
-                    })
-                    .then(Mono.fromSupplier(() -> new RecordCounts(tally[0], tally[1], tally[2], tally[3])));
-        });
+        return index.count(pendingAfter).zipWith(recordKeys(maxRecords), (unsettled, keys) -> new RecordCounts(
+                unsettled.inFlight(), unsettled.uncertain(),
+                keys.isPresent()
+                        ? OptionalLong.of(Math.max(0, keys.getAsLong() - unsettled.inFlight() - unsettled.uncertain()))
+                        : OptionalLong.empty(),
+                unsettled.pending(), unsettled.processesPending()));
+    }
+
+    private Mono<OptionalLong> recordKeys(long maxRecords) {
+        ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+                .build();
+        return redis.scan(records).take(Math.min(maxRecords, Long.MAX_VALUE - 1) + 1).count()
+                .map(keys -> keys > maxRecords ? OptionalLong.empty() : OptionalLong.of(keys));
     }
 
     @Override
     public Mono<String> release(String scopeHash) {
-        return redis.execute(RELEASE, List.of(RedisIdempotencyStore.recordKey(scopeHash)),
+        return redis.execute(RELEASE, indexedKeys(scopeHash),
                         List.of(RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
                                 RedisIdempotencyStore.bytes(scopeHash)))
                 .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
@@ -116,7 +130,7 @@ public final class RedisRecordInspector implements RecordInspector {
     @Override
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
-        return redis.execute(COMPLETE, List.of(RedisIdempotencyStore.recordKey(scopeHash)), List.of(
+        return redis.execute(COMPLETE, indexedKeys(scopeHash), List.of(
                         codec.encode(response, scopeHash),
                         RedisIdempotencyStore.bytes(Integer.toString(response.status())),
                         RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
@@ -125,6 +139,12 @@ public final class RedisRecordInspector implements RecordInspector {
                         RedisIdempotencyStore.bytes(scopeHash)))
                 .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
                 .doOnNext(previous -> signals.signal(scopeHash));
+    }
+
+    /** The record and the index entries a settlement removes it from, all in the record's slot. */
+    private static List<String> indexedKeys(String scopeHash) {
+        return List.of(RedisIdempotencyStore.recordKey(scopeHash), UnsettledIndex.inFlightKey(scopeHash),
+                UnsettledIndex.uncertainKey(scopeHash));
     }
 
     private Mono<RecordView> view(String key, String scopeHash, boolean includeBody) {

@@ -12,7 +12,7 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
-import dev.retrysafe.gateway.idempotency.support.RedisProcess;
+import dev.retrysafe.gateway.idempotency.support.RedisClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -23,11 +23,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 import reactor.core.publisher.Mono;
 
 /**
@@ -36,8 +32,7 @@ import reactor.core.publisher.Mono;
  */
 class RedisProcessQueueTest {
     static final Duration WAIT = Duration.ofSeconds(10);
-    static RedisProcess redis;
-    static LettuceConnectionFactory connections;
+    static RedisClient redis;
     static ReactiveRedisTemplate<String, byte[]> bytes;
 
     RedisIdempotencyStore store;
@@ -45,24 +40,18 @@ class RedisProcessQueueTest {
 
     @BeforeAll
     static void startRedis() {
-        redis = RedisProcess.start();
-        connections = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port()));
-        connections.afterPropertiesSet();
-        connections.start();
-        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
-                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        redis = RedisClient.start();
+        bytes = redis.bytes();
     }
 
     @AfterAll
     static void stopRedis() {
-        connections.destroy();
         redis.close();
     }
 
     @BeforeEach
     void emptyRedis() {
-        bytes.execute(c -> c.serverCommands().flushAll()).blockLast(WAIT);
+        redis.flush();
         store = new RedisIdempotencyStore(bytes, new SettleSignals(), 1024, EncryptionKeys.none(), Optional.empty(),
                 Duration.ofMillis(100));
     }
@@ -181,6 +170,6 @@ class RedisProcessQueueTest {
     }
 
     private static long redisNow() {
-        return bytes.execute(c -> c.serverCommands().time()).next().block(WAIT);
+        return redis.nowMillis();
     }
 }
