@@ -1,7 +1,7 @@
 -- Operator: free an unsettled record (IN_FLIGHT or UNCERTAIN) so the next retry is forwarded.
 -- A completed record is never freed this way: its result exists and is replayed.
 -- KEYS[1] record hash
--- ARGV[1] wake-up channel   ARGV[2] scope hash
+-- ARGV[1] wake-up channel   ARGV[2] scope hash   ARGV[3] '1' to SPUBLISH the wake-up
 -- Returns the state the record was in, or 'ABSENT'.
 local current = redis.call('HMGET', KEYS[1], 'state', 'waiters')
 if not current[1] then
@@ -12,6 +12,6 @@ if current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN' then
 end
 redis.call('DEL', KEYS[1])
 if current[2] then
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
+  redis.call(ARGV[3] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])
 end
 return current[1]

@@ -6,7 +6,6 @@ import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
-import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -37,14 +36,14 @@ public final class RedisRecordInspector implements RecordInspector {
             "idempotency_operator_complete.lua", byte[].class);
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
-    private final SettleSignals signals;
+    private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
 
     /** @param encryption the same keys the store uses, to show and write sealed responses */
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             EncryptionKeys encryption) {
         this.redis = redis;
-        this.signals = signals;
+        this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
     }
 
@@ -106,25 +105,25 @@ public final class RedisRecordInspector implements RecordInspector {
 
     @Override
     public Mono<String> release(String scopeHash) {
-        return redis.execute(RELEASE, List.of(RedisIdempotencyStore.recordKey(scopeHash)),
-                        List.of(RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
-                                RedisIdempotencyStore.bytes(scopeHash)))
-                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
-                .doOnNext(previous -> signals.signal(scopeHash));
+        return wakeUps.scriptArgs(scopeHash)
+                .flatMap(wakeUp -> redis.execute(RELEASE, List.of(RedisIdempotencyStore.recordKey(scopeHash)), wakeUp)
+                        .next())
+                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
 
     @Override
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
-        return redis.execute(COMPLETE, List.of(RedisIdempotencyStore.recordKey(scopeHash)), List.of(
-                        codec.encode(response, scopeHash),
-                        RedisIdempotencyStore.bytes(Integer.toString(response.status())),
-                        RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
-                        RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why),
-                        RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
-                        RedisIdempotencyStore.bytes(scopeHash)))
-                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
-                .doOnNext(previous -> signals.signal(scopeHash));
+        List<byte[]> before = List.of(codec.encode(response, scopeHash),
+                RedisIdempotencyStore.bytes(Integer.toString(response.status())),
+                RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
+                RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why));
+        return wakeUps.scriptArgs(scopeHash)
+                .flatMap(wakeUp -> redis.execute(COMPLETE, List.of(RedisIdempotencyStore.recordKey(scopeHash)),
+                        RedisIdempotencyStore.args(before, wakeUp, List.of())).next())
+                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
 
     private Mono<RecordView> view(String key, String scopeHash, boolean includeBody) {

@@ -23,11 +23,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 import reactor.core.publisher.Mono;
 
 /**
@@ -46,12 +43,8 @@ class RedisProcessQueueTest {
     @BeforeAll
     static void startRedis() {
         redis = RedisProcess.start();
-        connections = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port()));
-        connections.afterPropertiesSet();
-        connections.start();
-        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
-                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        connections = redis.connect();
+        bytes = RedisProcess.bytesTemplate(connections);
     }
 
     @AfterAll
@@ -63,7 +56,7 @@ class RedisProcessQueueTest {
     @BeforeEach
     void emptyRedis() {
         bytes.execute(c -> c.serverCommands().flushAll()).blockLast(WAIT);
-        store = new RedisIdempotencyStore(bytes, new SettleSignals(), 1024, EncryptionKeys.none(), Optional.empty(),
+        store = new RedisIdempotencyStore(bytes, RedisWakeUps.on(connections, new SettleSignals()), 1024, EncryptionKeys.none(), Optional.empty(),
                 Duration.ofMillis(100));
     }
 
