@@ -4,6 +4,8 @@ import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import java.time.Duration;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -18,20 +20,25 @@ import reactor.core.publisher.Mono;
  * publishes on it that subscription costs nothing.
  */
 public final class RedisWakeUps implements SmartLifecycle {
+    /** How long an instance that could not ask Redis its version publishes on the classic channel before asking again. */
+    static final Duration ASK_AGAIN_AFTER = Duration.ofSeconds(10);
+    private static final Logger log = LoggerFactory.getLogger(RedisWakeUps.class);
+
     private final SettleSignals signals;
-    private final Mono<WakeUpChannel> channel;
+    /** Kept once Redis answered; a failed attempt is not kept. */
+    private final Mono<WakeUpChannel> detection;
     private final RedisSettleSubscription classic;
     /** Null without Lettuce, which alone offers SSUBSCRIBE here: then the channel is always CLASSIC. */
     private final ShardSubscriptions shards;
     private volatile WakeUpChannel decided;
+    private volatile long askAgainAt = System.nanoTime();
 
     private RedisWakeUps(ReactiveRedisConnectionFactory connections, SettleSignals signals,
             Mono<WakeUpChannel> channel, ShardSubscriptions shards) {
         this.signals = signals;
         this.shards = shards;
         this.classic = new RedisSettleSubscription(connections, signals);
-        // Decided by the first answer and kept; an unreachable Redis is asked again by the next caller.
-        this.channel = channel.doOnNext(decision -> decided = decision)
+        this.detection = channel.doOnNext(decision -> decided = decision)
                 .cache(c -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
     }
 
@@ -51,21 +58,37 @@ public final class RedisWakeUps implements SmartLifecycle {
                 ShardSubscriptions.on(connections, signals::signal));
     }
 
-    /** The channel this instance's scripts publish on, once Redis has answered. */
+    /**
+     * The channel this instance's scripts publish on: decided by Redis's first answer and kept. Until then CLASSIC,
+     * which every instance listens to: a store step never fails because the version could not be asked (a Cluster
+     * node down answers no INFO), and Redis is asked again after {@link #ASK_AGAIN_AFTER}.
+     */
     public Mono<WakeUpChannel> channel() {
-        return channel;
+        WakeUpChannel known = decided;
+        if (known != null) {
+            return Mono.just(known);
+        }
+        if (System.nanoTime() - askAgainAt < 0) {
+            return Mono.just(WakeUpChannel.CLASSIC);
+        }
+        return detection.onErrorResume(e -> {
+            askAgainAt = System.nanoTime() + ASK_AGAIN_AFTER.toNanos();
+            log.warn("Wake-ups use the classic channel until Redis says its version ({}); asking again in {} s",
+                    e.toString(), ASK_AGAIN_AFTER.toSeconds());
+            return Mono.just(WakeUpChannel.CLASSIC);
+        });
     }
 
     /** The three wake-up arguments of a settling script for the record {@code scopeHash}. */
     Mono<List<byte[]>> scriptArgs(String scopeHash) {
-        return channel.map(decision -> decision.scriptArgs(scopeHash));
+        return channel().map(decision -> decision.scriptArgs(scopeHash));
     }
 
     /**
      * A waiter for the record {@code scopeHash}; on shard channels it also holds this instance's subscription to the
      * record's slot until it is closed, and {@link SettleWaiter#listening()} says when that subscription is live.
-     * (Registered before the channel was decided, which takes the first answer of Redis, it relies on the classic
-     * channel and its own timeout.)
+     * (Registered before the channel was decided, it hears the classic channel, on which this instance then
+     * publishes too; a shard-channel wake-up of another instance only reaches it through its own timeout.)
      */
     public SettleWaiter register(String scopeHash) {
         SettleWaiter local = signals.register(scopeHash);
@@ -111,7 +134,7 @@ public final class RedisWakeUps implements SmartLifecycle {
     public void start() {
         classic.start();
         // Decided now rather than by the first request; a Redis still down is asked again later.
-        channel.subscribe(null, unreachable -> { });
+        channel().subscribe();
     }
 
     @Override

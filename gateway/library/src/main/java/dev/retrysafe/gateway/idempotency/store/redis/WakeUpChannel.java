@@ -2,12 +2,11 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
 
+import io.lettuce.core.RedisCommandExecutionException;
 import java.util.List;
 import java.util.Properties;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.dao.QueryTimeoutException;
-import org.springframework.data.redis.RedisConnectionFailureException;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Mono;
 
@@ -54,18 +53,27 @@ public enum WakeUpChannel {
 
     /**
      * SHARDED when every server answering {@code INFO server} (on a Cluster: every node, so a half-upgraded Cluster
-     * stays CLASSIC) runs Redis 7 or later; a script's SPUBLISH on an older node would fail the whole step. A server
-     * that cannot be reached fails the Mono (ask again later); one that refuses INFO gets CLASSIC, which works
-     * everywhere.
+     * stays CLASSIC) runs Redis 7 or later; a script's SPUBLISH on an older node would fail the whole step. A Redis
+     * that refuses INFO (an ACL without it) gets CLASSIC, which works everywhere; one that cannot be asked fails the
+     * Mono.
      */
     static Mono<WakeUpChannel> detect(ReactiveRedisTemplate<String, ?> redis) {
         return redis.execute(connection -> connection.serverCommands().info("server")).next()
                 .map(WakeUpChannel::forServers)
-                .onErrorResume(e -> !(e instanceof RedisConnectionFailureException || e instanceof QueryTimeoutException),
-                        e -> {
-                            log.warn("Wake-ups use the classic channel: INFO server was refused ({})", e.toString());
-                            return Mono.just(CLASSIC);
-                        });
+                .onErrorResume(WakeUpChannel::refusedByRedis, e -> {
+                    log.warn("Wake-ups use the classic channel: INFO server was refused ({})", e.toString());
+                    return Mono.just(CLASSIC);
+                });
+    }
+
+    /** An error reply of Redis itself, as opposed to a connection that failed or timed out. */
+    private static boolean refusedByRedis(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof RedisCommandExecutionException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** From INFO's properties: {@code redis_version} alone, or one per node prefixed {@code host:port.} on a Cluster. */

@@ -11,11 +11,15 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
+import io.lettuce.core.AclSetuserArgs;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import java.io.IOException;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,6 +31,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Flux;
@@ -166,6 +171,40 @@ class RedisWakeUpsTest {
         assertWokenAcross(classic, sharded);
     }
 
+    /** An ACL without INFO leaves the version unknown: the classic channel, which works on every Redis. */
+    @Test
+    void aRedisThatRefusesInfoGetsTheClassicChannel() {
+        String password = UUID.randomUUID().toString();
+        admin.sync().aclSetuser("no-info", AclSetuserArgs.Builder.on().addPassword(password).allKeys().allChannels()
+                .allCommands().removeCommand(CommandType.INFO));
+        RedisStandaloneConfiguration noInfo = new RedisStandaloneConfiguration("127.0.0.1", redis.port());
+        noInfo.setUsername("no-info");
+        noInfo.setPassword(password);
+        LettuceConnectionFactory refusing = new LettuceConnectionFactory(noInfo);
+        refusing.afterPropertiesSet();
+        refusing.start();
+        started.add(refusing::destroy);
+
+        assertThat(RedisWakeUps.on(refusing, new SettleSignals()).channel().block(WAIT))
+                .isEqualTo(WakeUpChannel.CLASSIC);
+    }
+
+    /**
+     * A Redis that cannot be asked yet (down, or a Cluster node down: INFO goes to every node) must not fail the
+     * store's steps: the classic channel until it can.
+     */
+    @Test
+    void aRedisThatCannotBeAskedItsVersionGetsTheClassicChannelForNow() throws Exception {
+        LettuceConnectionFactory nowhere = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration("127.0.0.1", freePort()));
+        nowhere.afterPropertiesSet();
+        nowhere.start();
+        started.add(nowhere::destroy);
+
+        assertThat(RedisWakeUps.on(nowhere, new SettleSignals()).channel().block(WAIT))
+                .isEqualTo(WakeUpChannel.CLASSIC);
+    }
+
     /** {@code settling} reserves a record, {@code waiting} waits for it; {@code settling}'s release must wake it. */
     private static void assertWokenAcross(Instance settling, Instance waiting) {
         IdempotencyScope scope = newScope();
@@ -203,6 +242,12 @@ class RedisWakeUpsTest {
 
     private long shardNumSub(String channel) {
         return admin.sync().pubsubShardNumsub(channel).get(channel);
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
     }
 
     private static String[] twoHashesInOneSlot() {
