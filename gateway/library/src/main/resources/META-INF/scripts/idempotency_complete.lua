@@ -12,13 +12,14 @@
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
--- ARGV[8] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
--- ARGV[9] first status poll delay in ms
+-- ARGV[8] '1' to SPUBLISH the wake-up
+-- ARGV[9] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
+-- ARGV[10] first status poll delay in ms
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'fingerprint', 'status')
-local fingerprint, route, tenant, upstream = string.match(ARGV[8], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
+local fingerprint, route, tenant, upstream = string.match(ARGV[9], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
 local result = 1
 if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerprint and current[5] == ARGV[3] then
   -- Same owner, same request, same status: compared by meaning, not by the stored bytes, which need not be
@@ -40,11 +41,11 @@ redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
 redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('ZREM', KEYS[4], ARGV[7])
 if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[9])
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[9]), ARGV[7])
+  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[10])
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[10]), ARGV[7])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if current[3] then
-  redis.call('PUBLISH', ARGV[6], ARGV[7])
+  redis.call(ARGV[8] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[6], ARGV[7])
 end
 return result

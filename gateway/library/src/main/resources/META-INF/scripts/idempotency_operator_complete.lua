@@ -2,7 +2,7 @@
 -- The former owner loses it: a late completion from the original request changes nothing afterwards.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] encoded response   ARGV[2] status   ARGV[3] retention in ms
--- ARGV[4] who   ARGV[5] why   ARGV[6] wake-up channel   ARGV[7] scope hash
+-- ARGV[4] who   ARGV[5] why   ARGV[6] wake-up channel   ARGV[7] scope hash   ARGV[8] '1' to SPUBLISH the wake-up
 -- Returns the state the record was in, or 'ABSENT'.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -20,6 +20,6 @@ redis.call('ZREM', KEYS[2], ARGV[7])
 redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if current[2] then
-  redis.call('PUBLISH', ARGV[6], ARGV[7])
+  redis.call(ARGV[8] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[6], ARGV[7])
 end
 return current[1]

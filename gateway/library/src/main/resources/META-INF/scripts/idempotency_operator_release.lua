@@ -1,7 +1,7 @@
 -- Operator: free an unsettled record (IN_FLIGHT or UNCERTAIN) so the next retry is forwarded.
 -- A completed record is never freed this way: its result exists and is replayed.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
--- ARGV[1] wake-up channel   ARGV[2] scope hash
+-- ARGV[1] wake-up channel   ARGV[2] scope hash   ARGV[3] '1' to SPUBLISH the wake-up
 -- Returns the state the record was in, or 'ABSENT'.
 local current = redis.call('HMGET', KEYS[1], 'state', 'waiters')
 if not current[1] then
@@ -14,6 +14,6 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
 if current[2] then
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
+  redis.call(ARGV[3] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])
 end
 return current[1]

@@ -5,7 +5,7 @@
 -- KEYS[1] record hash   KEYS[2] release note (same hash tag: one slot in a Redis Cluster)
 -- KEYS[3] IN_FLIGHT index   KEYS[4] UNCERTAIN index of the record's slot
 -- ARGV[1] owner token   ARGV[2] wake-up channel   ARGV[3] scope hash (the wake-up message)
--- ARGV[4] how long the release note lives, in ms
+-- ARGV[4] '1' to SPUBLISH the wake-up   ARGV[5] how long the release note lives, in ms
 -- Returns 1 released, 2 already released by this owner (a retry), 0 not this owner's to release.
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters')
 if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= ARGV[1] then
@@ -17,8 +17,8 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5])
 if current[3] then
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
+  redis.call(ARGV[4] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[2], ARGV[3])
 end
 return 1

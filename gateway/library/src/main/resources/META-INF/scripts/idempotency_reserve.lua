@@ -8,8 +8,8 @@
 -- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
 -- ARGV[8] record ttl in ms (how long an unsettled record may exist at all)
 -- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
--- ARGV[10] wake-up channel      ARGV[11] scope hash
--- ARGV[12] request method       ARGV[13] request path (raw, no query): for operators reconciling the record
+-- ARGV[10] wake-up channel      ARGV[11] scope hash (the wake-up message)   ARGV[12] '1' to SPUBLISH it
+-- ARGV[13] request method       ARGV[14] request path (raw, no query): for operators reconciling the record
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -18,7 +18,7 @@ local state = current[1]
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
-    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[12], 'path', ARGV[13])
+    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14])
   -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
   redis.call('ZADD', KEYS[2], now, ARGV[11])
@@ -38,7 +38,7 @@ if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
   redis.call('ZREM', KEYS[2], ARGV[11])
   redis.call('ZADD', KEYS[3], now, ARGV[11])
   if current[4] then
-    redis.call('PUBLISH', ARGV[10], ARGV[11])
+    redis.call(ARGV[12] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[10], ARGV[11])
   end
 end
 if state == 'UNCERTAIN' and ARGV[9] == '1' then

@@ -2,6 +2,7 @@
 -- bound, and wake up waiters so they stop waiting for a result that will not come.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
+-- ARGV[6] '1' to SPUBLISH the wake-up
 -- Returns 1 marked, 2 already marked by this owner for this reason (a retry whose first attempt landed),
 -- 0 not this owner's to mark.
 local t = redis.call('TIME')
@@ -20,6 +21,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
 redis.call('ZADD', KEYS[3], now, ARGV[5])
 if current[3] then
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
+  redis.call(ARGV[6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], ARGV[5])
 end
 return 1

@@ -14,7 +14,14 @@ import com.github.tomakehurst.wiremock.WireMockServer;
 import io.lettuce.core.cluster.SlotHash;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,12 +31,19 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.data.redis.connection.RedisClusterConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
+import reactor.core.publisher.Mono;
 
 /**
  * A master of a three-master, three-replica Redis Cluster is killed with SIGKILL while requests run. What clients
  * see: requests whose record lives on the dead master get 503 with Retry-After (fail closed, never forwarded
  * unprotected) until its replica is promoted; then they succeed again, without a gateway restart. Requests are
- * never answered with another 5xx, and no key reaches the upstream twice.
+ * never answered with another 5xx, and no key reaches the upstream twice. Wake-ups in the dead master's slots
+ * follow too: the gateway's shard subscription there is taken again at the promoted replica.
  */
 class RedisClusterFailoverIntegrationTest {
     static LocalRedisCluster cluster;
@@ -63,7 +77,7 @@ class RedisClusterFailoverIntegrationTest {
     }
 
     static String recordKey(String key) {
-        return RedisIdempotencyStore.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
+        return RedisIdempotencyStore.recordKey(scope(key));
     }
 
     @Test
@@ -75,6 +89,11 @@ class RedisClusterFailoverIntegrationTest {
         assertThat(send(first)).isEqualTo(202);
         List<int[]> victimSlots = slotsOf(victim);
         assertThat(victimSlots).isNotEmpty();
+        // A waiter holds the gateway's subscription to a slot of the victim across the failover.
+        IdempotencyScope waitedOn = scope(keyOnSlotsOf(victimSlots));
+        RedisWakeUps wakeUps = gateway.getBean(RedisWakeUps.class);
+        SettleWaiter heldAcrossTheFailover = wakeUps.register(waitedOn.hash());
+        heldAcrossTheFailover.listening().block(Duration.ofSeconds(10));
 
         cluster.kill(victim);
         FailoverProbe probe = FailoverProbe.run(() -> keyOnSlotsOf(victimSlots), RedisClusterFailoverIntegrationTest::send, 10,
@@ -89,6 +108,52 @@ class RedisClusterFailoverIntegrationTest {
                     .getCount()).isEqualTo(1);
             assertThat(send(key)).isEqualTo(200);
         }
+
+        // A new waiter in that slot finds its subscription's master gone and subscribes at the promoted replica:
+        // another instance's settle there wakes it.
+        IdempotencyScope inTheSameSlot = scopeInTheSlotOf(waitedOn);
+        LettuceConnectionFactory otherInstance = new LettuceConnectionFactory(
+                new RedisClusterConfiguration(List.of(cluster.nodes().split(","))));
+        try (SettleWaiter waiter = wakeUps.register(inTheSameSlot.hash())) {
+            waiter.listening().block(Duration.ofSeconds(10));
+            otherInstance.afterPropertiesSet();
+            otherInstance.start();
+            RedisIdempotencyStore store = new RedisIdempotencyStore(new ReactiveRedisTemplate<>(otherInstance,
+                    RedisSerializationContext.<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                            .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build()),
+                    RedisWakeUps.on(otherInstance, new SettleSignals(), WakeUpChannel.SHARDED));
+            OwnerToken owner = OwnerToken.random();
+            store.reserve(request(inTheSameSlot, owner, false)).block(Duration.ofSeconds(10));
+            store.reserve(request(inTheSameSlot, OwnerToken.random(), true)).block(Duration.ofSeconds(10));
+            Mono<Void> woken = waiter.settled().cache();
+            woken.subscribe();
+
+            store.release(inTheSameSlot, owner).block(Duration.ofSeconds(10));
+            woken.block(Duration.ofSeconds(10));
+        } finally {
+            heldAcrossTheFailover.close();
+            otherInstance.destroy();
+        }
+    }
+
+    static IdempotencyScope scope(String key) {
+        return new IdempotencyScope("", "onboarding", new IdempotencyKey(key));
+    }
+
+    /** Another record in the same Cluster slot. */
+    private static IdempotencyScope scopeInTheSlotOf(IdempotencyScope scope) {
+        int slot = SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope));
+        while (true) {
+            IdempotencyScope candidate = scope(UUID.randomUUID().toString());
+            if (SlotHash.getSlot(RedisIdempotencyStore.recordKey(candidate)) == slot) {
+                return candidate;
+            }
+        }
+    }
+
+    private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
+        return new ReservationRequest(scope, new Fingerprint("a".repeat(64)), owner, Duration.ofSeconds(30),
+                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover");
     }
 
     /** A fresh key whose record hashes to a slot of the given master (slot ranges read before it died). */

@@ -55,6 +55,7 @@ class RedisAuthIntegrationTest {
                 "spring.data.redis.port", Integer.toString(redis.port()),
                 "spring.data.redis.password", DEFAULT_USER_PASSWORD))) {
             gateway.assertWritesAndReplays();
+            gateway.assertWakeUpsArrive();
         }
     }
 
@@ -63,6 +64,7 @@ class RedisAuthIntegrationTest {
         try (RedisBackedGateway gateway = new RedisBackedGateway(upstream, Map.of(
                 "spring.data.redis.url", "redis://gateway:" + GATEWAY_USER_PASSWORD + "@127.0.0.1:" + redis.port()))) {
             gateway.assertWritesAndReplays();
+            gateway.assertWakeUpsArrive();
             gateway.client().get().uri("/actuator/health").exchange().expectStatus().isOk();
         }
     }

@@ -92,6 +92,7 @@ class RedisTlsIntegrationTest {
                 "spring.data.redis.ssl.bundle", "redis",
                 "spring.ssl.bundle.pem.redis.truststore.certificate", "file:" + cert("cert.pem"))))) {
             gateway.assertWritesAndReplays();
+            gateway.assertWakeUpsArrive();
         }
     }
 

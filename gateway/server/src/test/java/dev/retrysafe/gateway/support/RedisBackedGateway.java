@@ -9,11 +9,18 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
+import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.support.Gateways;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.http.MediaType;
 import org.springframework.test.web.reactive.server.WebTestClient;
 
@@ -24,6 +31,11 @@ import org.springframework.test.web.reactive.server.WebTestClient;
 public final class RedisBackedGateway implements AutoCloseable {
     public static final String PATH = "/merchants/redis";
     public static final String BODY = "{\"processId\":\"p-redis\"}";
+
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    /** A wake-up as the settling scripts publish it. */
+    private static final RedisScript<Long> PUBLISH = RedisScript.of(
+            "return redis.call(ARGV[3] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])", Long.class);
 
     private final WireMockServer upstream;
     private final ConfigurableApplicationContext gateway;
@@ -50,6 +62,25 @@ public final class RedisBackedGateway implements AutoCloseable {
         send(key).expectStatus().isOk().expectHeader().valueEquals("Idempotency-Replayed", "true")
                 .expectBody(String.class).isEqualTo(BODY);
         upstream.verify(exactly(1), postRequestedFor(urlEqualTo(PATH)));
+    }
+
+    /**
+     * A wake-up published in Redis, as another instance's settle publishes it, reaches a waiter of this gateway: its
+     * own pub/sub connections (the classic channel's, and the shard channels' Lettuce connection) connect with the
+     * same settings as Spring's.
+     */
+    public void assertWakeUpsArrive() {
+        RedisWakeUps wakeUps = gateway.getBean(RedisWakeUps.class);
+        String scopeHash = UUID.randomUUID().toString();
+        try (SettleWaiter waiter = wakeUps.register(scopeHash)) {
+            waiter.listening().block(WAIT);
+            WakeUpChannel channel = wakeUps.channel().block(WAIT);
+            new ReactiveStringRedisTemplate(gateway.getBean(ReactiveRedisConnectionFactory.class))
+                    .execute(PUBLISH, List.of(), List.of(channel.channelOf(scopeHash), scopeHash,
+                            channel == WakeUpChannel.SHARDED ? "1" : "0"))
+                    .blockLast(WAIT);
+            waiter.settled().block(WAIT);
+        }
     }
 
     /** Guarded requests are refused at once with 503 in the envelope, and nothing reaches the upstream. */

@@ -5,8 +5,8 @@ import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.observability.RecordCountSampler;
 import dev.retrysafe.gateway.idempotency.operator.IdempotencyOperatorEndpoint;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
-import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -32,10 +32,10 @@ public class IdempotencyOperatorAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
-            SettleSignals signals, EncryptionKeys encryption) {
+            RedisWakeUps wakeUps, EncryptionKeys encryption) {
         // On a Cluster a script may touch one slot: the index of unsettled records is then read a slot per call.
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), signals,
+        return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), wakeUps,
                 encryption, cluster);
     }
 

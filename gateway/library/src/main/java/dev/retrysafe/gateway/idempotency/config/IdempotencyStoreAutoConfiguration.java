@@ -7,7 +7,7 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
-import dev.retrysafe.gateway.idempotency.store.redis.RedisSettleSubscription;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import io.lettuce.core.ClientOptions;
@@ -84,9 +84,9 @@ public class IdempotencyStoreAutoConfiguration {
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
-    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals,
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, RedisWakeUps wakeUps,
             IdempotencyProperties properties, EncryptionKeys encryption) {
-        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), signals,
+        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay());
     }
@@ -111,11 +111,11 @@ public class IdempotencyStoreAutoConfiguration {
                 properties.replicaAckConnections()));
     }
 
+    /** Shard channels per slot on Redis 7 and later, the classic channel before (see docs/scaling.md). */
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
-    RedisSettleSubscription idempotencySettleSubscription(ReactiveRedisConnectionFactory connectionFactory,
-            SettleSignals signals) {
-        return new RedisSettleSubscription(connectionFactory, signals);
+    RedisWakeUps idempotencyWakeUps(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
+        return RedisWakeUps.on(connectionFactory, signals);
     }
 
     @Bean

@@ -98,7 +98,9 @@ final class ReservationLoop {
 
     /**
      * Waits, holding no thread, for the in-flight request to be settled, then asks again. The waiter is registered
-     * before the second look, so a settle between the two cannot be missed.
+     * and listening before the second look, so a settle between the two cannot be missed. (Listening takes a round
+     * trip when it subscribes to the record's shard channel; if that does not come within store-timeout, the second
+     * look goes ahead and a settle elsewhere is only noticed when the wait ends.)
      */
     private Mono<Answer> awaitSettle() {
         Duration left = remainingWait();
@@ -106,7 +108,8 @@ final class ReservationLoop {
             return refuse(RequestOutcome.IN_FLIGHT_CONFLICT, GatewayError.stillInFlight(policy.retryAfter()));
         }
         SettleWaiter waiter = store.awaitSettle(scope);
-        return reserve()
+        return waiter.listening().timeout(policy.storeTimeout(), Mono.empty())
+                .then(Mono.defer(this::reserve))
                 .flatMap(reservation -> stillInFlight(reservation)
                         ? waitFor(waiter, left).then(Mono.defer(() -> reserve().flatMap(this::answer)))
                         : answer(reservation))

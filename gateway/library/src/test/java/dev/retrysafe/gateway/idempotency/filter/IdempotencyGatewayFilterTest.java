@@ -256,6 +256,30 @@ class IdempotencyGatewayFilterTest {
         assertThat(body(duplicate)).isEqualTo(ACCEPTED);
     }
 
+    /**
+     * On shard channels a waiter listens once Redis acknowledged its subscription; the duplicate's second look at
+     * the record must come after that, or a settle between the two would publish to nobody.
+     */
+    @Test
+    void aDuplicateLooksAtTheRecordAgainOnlyOnceItsWaiterListens() throws Exception {
+        Sinks.Empty<Void> subscribed = Sinks.empty();
+        store.listeningOnCue(subscribed.asMono());
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        Sinks.Empty<Void> answer = upstream.holdNextAnswer();
+        CompletableFuture<Void> first = filter.filter(exchange(keyed().body(BODY)), upstream).toFuture();
+        MockServerWebExchange duplicate = exchange(keyed().body(BODY));
+        CompletableFuture<Void> waiting = filter.filter(duplicate, upstream).toFuture();
+        assertThat(store.record(scope).orElseThrow().waiters()).as("the first look only").isEqualTo(1);
+
+        subscribed.tryEmitEmpty();
+        assertThat(store.record(scope).orElseThrow().waiters()).as("then the second").isEqualTo(2);
+
+        answer.tryEmitEmpty();
+        first.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        waiting.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(duplicate.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(200));
+    }
+
     @Test
     void anUpstreamTimeoutLeavesTheRecordUncertainAndItsRetryIsAConflict() {
         upstream.failNextWith(new TimeoutException("response timeout"));

@@ -61,6 +61,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     /** By scope hash, as the idempotency-processes:{tag} sorted sets: when the process's next poll is due. */
     private final Map<String, Long> pendingProcesses = new HashMap<>();
     private Duration firstProcessPoll = Duration.ofSeconds(1);
+    private Mono<Void> listening = Mono.empty();
 
     /** On the system clock. */
     public InMemoryIdempotencyStore() {
@@ -328,9 +329,38 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         return Optional.ofNullable(pendingProcesses.get(scope.hash()));
     }
 
+    /**
+     * As the Redis store on shard channels, whose waiters listen once Redis acknowledged their subscription: from
+     * now on a waiter's {@link SettleWaiter#listening()} completes with {@code cue}.
+     */
+    public synchronized InMemoryIdempotencyStore listeningOnCue(Mono<Void> cue) {
+        this.listening = cue;
+        return this;
+    }
+
     @Override
     public SettleWaiter awaitSettle(IdempotencyScope scope) {
-        return signals.register(scope.hash());
+        SettleWaiter waiter = signals.register(scope.hash());
+        Mono<Void> cue;
+        synchronized (this) {
+            cue = listening;
+        }
+        return new SettleWaiter() {
+            @Override
+            public Mono<Void> settled() {
+                return waiter.settled();
+            }
+
+            @Override
+            public Mono<Void> listening() {
+                return cue;
+            }
+
+            @Override
+            public void close() {
+                waiter.close();
+            }
+        };
     }
 
     /** The wake-ups of this store, for tests that count waiters. */

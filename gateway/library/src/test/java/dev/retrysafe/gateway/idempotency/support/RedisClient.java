@@ -1,11 +1,8 @@
 package dev.retrysafe.gateway.idempotency.support;
 
 import java.time.Duration;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 
 /**
  * A redis-server of the test's own ({@link RedisProcess}) and a client for it, with the serialization the store's
@@ -19,16 +16,17 @@ public final class RedisClient implements AutoCloseable {
 
     private RedisClient(RedisProcess redis) {
         this.redis = redis;
-        connections = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", redis.port()));
-        connections.afterPropertiesSet();
-        connections.start();
-        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
-                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        connections = redis.connect();
+        bytes = RedisProcess.bytesTemplate(connections);
     }
 
     public static RedisClient start() {
         return new RedisClient(RedisProcess.start());
+    }
+
+    /** The connection factory behind {@link #bytes()}, for what needs Lettuce itself (wake-up subscriptions). */
+    public LettuceConnectionFactory connections() {
+        return connections;
     }
 
     public ReactiveRedisTemplate<String, byte[]> bytes() {

@@ -6,6 +6,13 @@ import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
 import redis.embedded.RedisServer;
 import redis.embedded.core.ExecutableProvider;
 
@@ -29,13 +36,22 @@ public final class RedisProcess implements AutoCloseable {
     }
 
     public static RedisProcess start() {
+        return start(executable());
+    }
+
+    /** Redis 6.2, the binary bundled with embedded-redis whatever the PATH holds: for the paths older servers take. */
+    public static RedisProcess startRedis6() {
+        return start(ExecutableProvider.newJarResourceProvider(DIRECTORY.toFile()));
+    }
+
+    private static RedisProcess start(ExecutableProvider executable) {
         IOException last = null;
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             int port = freePort();
             try {
                 Files.createDirectories(DIRECTORY);
                 RedisServer server = RedisServer.newRedisServer()
-                        .executableProvider(executable())
+                        .executableProvider(executable)
                         .bind("127.0.0.1")
                         .port(port)
                         .setting("save \"\"")
@@ -53,6 +69,27 @@ public final class RedisProcess implements AutoCloseable {
 
     public int port() {
         return port;
+    }
+
+    /** A started Lettuce connection factory on this server, with Spring's default client settings. */
+    public LettuceConnectionFactory connect() {
+        return connect(LettuceClientConfiguration.defaultConfiguration());
+    }
+
+    /** A started Lettuce connection factory on this server; destroy it when done. */
+    public LettuceConnectionFactory connect(LettuceClientConfiguration client) {
+        LettuceConnectionFactory connections = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration("127.0.0.1", port), client);
+        connections.afterPropertiesSet();
+        connections.start();
+        return connections;
+    }
+
+    /** String keys and byte values, as the auto-configuration's template for the store. */
+    public static ReactiveRedisTemplate<String, byte[]> bytesTemplate(ReactiveRedisConnectionFactory connections) {
+        return new ReactiveRedisTemplate<>(connections, RedisSerializationContext
+                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
     }
 
     @Override

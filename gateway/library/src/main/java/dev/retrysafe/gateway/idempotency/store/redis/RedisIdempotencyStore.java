@@ -11,11 +11,11 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
-import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
@@ -33,7 +33,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public static final String RELEASED_KEY_PREFIX = "idempotency-released:";
     /** Long enough for every retry of a release to find its note, short enough to cost nothing. */
     static final Duration RELEASE_NOTE_TTL = Duration.ofMinutes(1);
-    public static final String SETTLED_CHANNEL = "idempotency:settled";
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> RESERVE = LuaScripts.load("idempotency_reserve.lua", List.class);
@@ -44,36 +43,36 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
     private static final byte[] YES = bytes("1");
     private static final byte[] NO = bytes("0");
-    private static final byte[] CHANNEL = bytes(SETTLED_CHANNEL);
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
-    private final SettleSignals signals;
+    private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals) {
-        this(redis, signals, 1024, EncryptionKeys.none(), Optional.empty());
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps) {
+        this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
     }
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
-        this(redis, signals, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
+        this(redis, wakeUps, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
     }
 
     /**
+     * @param wakeUps       the channel the scripts publish wake-ups on, and this instance's waiters
      * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
      * @param encryption    seals stored responses when enabled (AES-GCM); {@link EncryptionKeys#none()} for plain
      * @param replicaAcks   when present, reservations and stored results wait for replica acknowledgement
      * @param firstProcessPoll how long after a 202 naming an unfinished process its status is first polled
      *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
      */
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
             Duration firstProcessPoll) {
         this.redis = redis;
         this.firstProcessPoll = firstProcessPoll;
-        this.signals = signals;
+        this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.replicaAcks = replicaAcks;
     }
@@ -98,10 +97,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<Reservation> reserve(ReservationRequest r) {
         IdempotencyScope scope = r.scope();
-        List<byte[]> args = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
+        List<byte[]> before = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
-                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO, CHANNEL, bytes(scope.hash()), bytes(r.method()),
-                bytes(r.path()));
+                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
+        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()));
+        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
+    }
+
+    private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {
+        IdempotencyScope scope = r.scope();
         if (replicaAcks.isPresent()) {
             return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, reserveKeys(scope), args)
                     .flatMap(acked -> {
@@ -134,9 +138,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
-        List<byte[]> args = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
-                bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")),
-                CHANNEL, bytes(scope.hash()), bytes(identity), millis(firstProcessPoll));
+        List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
+                bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
+        List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll));
+        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> complete(c, args(before, wakeUp, after)));
+    }
+
+    private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
+        IdempotencyScope scope = c.scope();
         List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
                 UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()));
         if (c.processId().isPresent()) {
@@ -179,19 +188,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-        List<byte[]> args = List.of(bytes(owner.value()), CHANNEL, bytes(scope.hash()), millis(RELEASE_NOTE_TTL));
-        return settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope),
-                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())), args)
-                .next())
+        return wakeUps.scriptArgs(scope.hash())
+                .flatMap(wakeUp -> settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope),
+                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(RELEASE_NOTE_TTL)))).next()))
                 .map(RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
-        List<byte[]> args = List.of(bytes(owner.value()), bytes(reason), millis(ttl), CHANNEL, bytes(scope.hash()));
-        return settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
-                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())), args)
-                .next())
+        return wakeUps.scriptArgs(scope.hash())
+                .flatMap(wakeUp -> settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
+                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of())).next()))
                 .map(RedisIdempotencyStore::settleResult);
     }
 
@@ -226,14 +235,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public SettleWaiter awaitSettle(IdempotencyScope scope) {
-        return signals.register(scope.hash());
+        return wakeUps.register(scope.hash());
     }
 
     private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {
         // Waiters on this instance need not wait for the pub/sub round trip.
         return script.doOnNext(changed -> {
             if (changed != 0L) {
-                signals.signal(scope.hash());
+                wakeUps.settledHere(scope.hash());
             }
         });
     }
@@ -254,6 +263,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     private static String text(Object element) {
         return element instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(element);
+    }
+
+    /** A script's arguments: those before its wake-up arguments, the wake-up's three, those after. */
+    static List<byte[]> args(List<byte[]> before, List<byte[]> wakeUp, List<byte[]> after) {
+        List<byte[]> args = new ArrayList<>(before.size() + wakeUp.size() + after.size());
+        args.addAll(before);
+        args.addAll(wakeUp);
+        args.addAll(after);
+        return args;
     }
 
     private static byte[] millis(Duration duration) {

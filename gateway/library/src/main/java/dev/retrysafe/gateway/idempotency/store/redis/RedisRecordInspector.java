@@ -6,7 +6,6 @@ import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
-import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -43,23 +42,23 @@ public final class RedisRecordInspector implements RecordInspector {
             "idempotency_operator_complete.lua", byte[].class);
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
-    private final SettleSignals signals;
+    private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
     private final UnsettledIndex index;
 
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             EncryptionKeys encryption) {
-        this(redis, signals, encryption, false);
+        this(redis, wakeUps, encryption, false);
     }
 
     /**
      * @param encryption     the same keys the store uses, to show and write sealed responses
      * @param oneSlotPerCall a Redis Cluster: the index is read one slot per call
      */
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, SettleSignals signals,
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             EncryptionKeys encryption, boolean oneSlotPerCall) {
         this.redis = redis;
-        this.signals = signals;
+        this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
         this.index = new UnsettledIndex(redis, oneSlotPerCall);
     }
@@ -120,25 +119,24 @@ public final class RedisRecordInspector implements RecordInspector {
 
     @Override
     public Mono<String> release(String scopeHash) {
-        return redis.execute(RELEASE, indexedKeys(scopeHash),
-                        List.of(RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
-                                RedisIdempotencyStore.bytes(scopeHash)))
-                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
-                .doOnNext(previous -> signals.signal(scopeHash));
+        return wakeUps.scriptArgs(scopeHash)
+                .flatMap(wakeUp -> redis.execute(RELEASE, indexedKeys(scopeHash), wakeUp).next())
+                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
 
     @Override
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
-        return redis.execute(COMPLETE, indexedKeys(scopeHash), List.of(
-                        codec.encode(response, scopeHash),
-                        RedisIdempotencyStore.bytes(Integer.toString(response.status())),
-                        RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
-                        RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why),
-                        RedisIdempotencyStore.bytes(RedisIdempotencyStore.SETTLED_CHANNEL),
-                        RedisIdempotencyStore.bytes(scopeHash)))
-                .next().map(previous -> new String(previous, StandardCharsets.UTF_8))
-                .doOnNext(previous -> signals.signal(scopeHash));
+        List<byte[]> before = List.of(codec.encode(response, scopeHash),
+                RedisIdempotencyStore.bytes(Integer.toString(response.status())),
+                RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
+                RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why));
+        return wakeUps.scriptArgs(scopeHash)
+                .flatMap(wakeUp -> redis.execute(COMPLETE, indexedKeys(scopeHash),
+                        RedisIdempotencyStore.args(before, wakeUp, List.of())).next())
+                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+                .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
 
     /** The record and the index entries a settlement removes it from, all in the record's slot. */

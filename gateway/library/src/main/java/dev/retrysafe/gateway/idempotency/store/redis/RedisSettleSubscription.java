@@ -15,10 +15,11 @@ import reactor.core.publisher.Sinks;
 import reactor.util.retry.Retry;
 
 /**
- * One subscription per gateway instance to the wake-up channel; each message names a scope hash that was completed
- * or released. A lost message costs latency, never correctness: waiters re-check the record when their wait ends.
+ * One subscription per gateway instance to the classic wake-up channel ({@link WakeUpChannel#CLASSIC}); each message
+ * names a scope hash that was completed or released. A lost message costs latency, never correctness: waiters
+ * re-check the record when their wait ends.
  */
-public final class RedisSettleSubscription implements SmartLifecycle {
+final class RedisSettleSubscription implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(RedisSettleSubscription.class);
 
     private final ReactiveRedisConnectionFactory connectionFactory;
@@ -26,7 +27,7 @@ public final class RedisSettleSubscription implements SmartLifecycle {
     private final Sinks.Empty<Void> subscribed = Sinks.empty();
     private volatile Disposable subscription;
 
-    public RedisSettleSubscription(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
+    RedisSettleSubscription(ReactiveRedisConnectionFactory connectionFactory, SettleSignals signals) {
         this.connectionFactory = connectionFactory;
         this.signals = signals;
     }
@@ -37,7 +38,7 @@ public final class RedisSettleSubscription implements SmartLifecycle {
         // startup delays the wake-ups instead of failing the gateway.
         subscription = Flux.defer(() -> {
                     ReactiveRedisMessageListenerContainer container = new ReactiveRedisMessageListenerContainer(connectionFactory);
-                    return container.receiveLater(ChannelTopic.of(RedisIdempotencyStore.SETTLED_CHANNEL))
+                    return container.receiveLater(ChannelTopic.of(WakeUpChannel.CLASSIC_CHANNEL))
                             .doOnNext(messages -> subscribed.tryEmitEmpty())
                             .flatMapMany(messages -> messages)
                             .doFinally(signal -> container.destroyLater().subscribe(null, e -> { }));

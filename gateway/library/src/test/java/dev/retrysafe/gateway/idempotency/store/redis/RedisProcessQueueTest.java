@@ -52,8 +52,8 @@ class RedisProcessQueueTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(bytes, new SettleSignals(), 1024, EncryptionKeys.none(), Optional.empty(),
-                Duration.ofMillis(100));
+        store = new RedisIdempotencyStore(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
+                EncryptionKeys.none(), Optional.empty(),                Duration.ofMillis(100));
     }
 
     @Test

@@ -60,8 +60,10 @@ class UnsettledIndexTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(bytes, new SettleSignals(), 1024, EncryptionKeys.none(), Optional.empty());
-        inspector = new RedisRecordInspector(bytes, new SettleSignals(), EncryptionKeys.none());
+        store = new RedisIdempotencyStore(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
+                EncryptionKeys.none(), Optional.empty());
+        inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
+                EncryptionKeys.none());
     }
 
     @Test
@@ -129,8 +131,8 @@ class UnsettledIndexTest {
         IdempotencyScope later = scope();
         bytes.<String, byte[]>opsForHash().putAll(RedisIdempotencyStore.recordKey(later), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
-        RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes, new SettleSignals(),
-                EncryptionKeys.none());
+        RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes,
+                RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none());
         assertThat(anotherInstance.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT).uncertain())
                 .as("done once for the fleet: no second SCAN").isEqualTo(1);
     }

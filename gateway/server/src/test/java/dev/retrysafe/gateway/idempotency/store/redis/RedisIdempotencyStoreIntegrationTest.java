@@ -65,10 +65,11 @@ class RedisIdempotencyStoreIntegrationTest {
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray()).key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string()).build();
         ReactiveRedisTemplate<String, byte[]> bytes = new ReactiveRedisTemplate<>(connections, context);
-        store = new RedisIdempotencyStore(bytes, signals);
-        operator = new RedisRecordInspector(bytes, signals, EncryptionKeys.none());
+        RedisWakeUps wakeUps = RedisWakeUps.on(connections, signals);
+        store = new RedisIdempotencyStore(bytes, wakeUps);
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         String key = Base64.getEncoder().encodeToString(new byte[32]);
-        sealingStore = new RedisIdempotencyStore(bytes, signals, 1024,
+        sealingStore = new RedisIdempotencyStore(bytes, wakeUps, 1024,
                 EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
         strings = new ReactiveStringRedisTemplate(connections);
     }
@@ -485,22 +486,22 @@ class RedisIdempotencyStoreIntegrationTest {
     void completionWakesWaitersThroughRedisPubSub() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        SettleSignals remoteSignals = new SettleSignals();
-        RedisSettleSubscription subscription = new RedisSettleSubscription(connections, remoteSignals);
-        subscription.start();
+        RedisWakeUps remote = RedisWakeUps.on(connections, new SettleSignals());
+        remote.start();
         try {
+            remote.channel().block(Duration.ofSeconds(10));
             reserve(scope, FP, owner, LEASE, false).block();
             // A waiter on "another instance": only the pub/sub message can reach its signals.
-            SettleWaiter waiter = remoteSignals.register(scope.hash());
+            SettleWaiter waiter = remote.register(scope.hash());
+            waiter.listening().block(Duration.ofSeconds(10));
             reserve(scope, FP, OwnerToken.random(), LEASE, true).block();
             Mono<Void> woken = waiter.settled().cache();
             woken.subscribe();
-            subscription.subscribed().block(Duration.ofSeconds(10));
             complete(scope, owner, response("done")).block();
             woken.block(Duration.ofSeconds(5));
             waiter.close();
         } finally {
-            subscription.stop();
+            remote.stop();
         }
     }
 }

@@ -73,8 +73,8 @@ class StoreHealthAndCountsIntegrationTest {
     @Test
     void recordCountsAreNaNWhileRedisIsStopped() {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        RecordCountSampler sampler = new RecordCountSampler(new RedisRecordInspector(template, new SettleSignals(), EncryptionKeys.none()),
-                meters, Duration.ofSeconds(1), Duration.ofSeconds(60), 1000);
+        RecordCountSampler sampler = new RecordCountSampler(inspector(), meters, Duration.ofSeconds(1),
+                Duration.ofSeconds(60), 1000);
         assertThat(meters.get(RecordCountSampler.RECORDS).tag("state", "UNCERTAIN").gauge().value()).isNaN();
 
         sampler.sample().block(Duration.ofSeconds(10));
@@ -94,7 +94,7 @@ class StoreHealthAndCountsIntegrationTest {
                     "COMPLETED".getBytes()).block(Duration.ofSeconds(10));
         }
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        RedisRecordInspector inspector = new RedisRecordInspector(template, new SettleSignals(), EncryptionKeys.none());
+        RedisRecordInspector inspector = inspector();
 
         new RecordCountSampler(inspector, meters, Duration.ofSeconds(1), Duration.ofSeconds(60), 3).sample()
                 .block(Duration.ofSeconds(10));
@@ -113,5 +113,10 @@ class StoreHealthAndCountsIntegrationTest {
                 throw new AssertionError("the store never came back UP");
             }
         }
+    }
+
+    private RedisRecordInspector inspector() {
+        return new RedisRecordInspector(template, RedisWakeUps.on(connections, new SettleSignals()),
+                EncryptionKeys.none());
     }
 }

@@ -1,0 +1,97 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
+
+import io.lettuce.core.RedisCommandExecutionException;
+import java.util.List;
+import java.util.Properties;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import reactor.core.publisher.Mono;
+
+/**
+ * Where the settling scripts publish a record's wake-up (the message is the record's scope hash, and it is only
+ * published when someone waits).
+ */
+public enum WakeUpChannel {
+    /**
+     * Redis 7 and later: {@code SPUBLISH} to the shard channel of the record's Cluster slot,
+     * {@code idempotency:settled:{<slot tag>}}. On a Cluster it stays within the slot's shard (its master and
+     * replicas) instead of crossing the cluster bus to every node, and only instances waiting in that slot subscribe
+     * to it. A script may only publish to a shard channel of its keys' slot, hence the slot tag.
+     */
+    SHARDED,
+    /** Before Redis 7 (no {@code SPUBLISH}): {@code PUBLISH} to {@code idempotency:settled}, received by every instance. */
+    CLASSIC;
+
+    public static final String CLASSIC_CHANNEL = "idempotency:settled";
+    public static final String SHARD_CHANNEL_PREFIX = "idempotency:settled:";
+    private static final int FIRST_SHARDED_VERSION = 7;
+    private static final Logger log = LoggerFactory.getLogger(WakeUpChannel.class);
+
+    /** The channel the wake-up of the record {@code scopeHash} is published on. */
+    public String channelOf(String scopeHash) {
+        return this == SHARDED ? shardChannelOfTag(SlotTags.sameSlotAs(scopeHash)) : CLASSIC_CHANNEL;
+    }
+
+    /** The scripts' three wake-up arguments, in this order: channel, message (the scope hash), '1' to SPUBLISH. */
+    List<byte[]> scriptArgs(String scopeHash) {
+        return List.of(bytes(channelOf(scopeHash)), bytes(scopeHash), bytes(this == SHARDED ? "1" : "0"));
+    }
+
+    static String shardChannelOfTag(String tag) {
+        return SHARD_CHANNEL_PREFIX + "{" + tag + "}";
+    }
+
+    /** The slot tag of a shard channel, or null for any other channel. */
+    static String tagOfShardChannel(String channel) {
+        return channel.startsWith(SHARD_CHANNEL_PREFIX + "{") && channel.endsWith("}")
+                ? channel.substring(SHARD_CHANNEL_PREFIX.length() + 1, channel.length() - 1)
+                : null;
+    }
+
+    /**
+     * SHARDED when every server answering {@code INFO server} (on a Cluster: every node, so a half-upgraded Cluster
+     * stays CLASSIC) runs Redis 7 or later; a script's SPUBLISH on an older node would fail the whole step. A Redis
+     * that refuses INFO (an ACL without it) gets CLASSIC, which works everywhere; one that cannot be asked fails the
+     * Mono.
+     */
+    static Mono<WakeUpChannel> detect(ReactiveRedisTemplate<String, ?> redis) {
+        return redis.execute(connection -> connection.serverCommands().info("server")).next()
+                .map(WakeUpChannel::forServers)
+                .onErrorResume(WakeUpChannel::refusedByRedis, e -> {
+                    log.warn("Wake-ups use the classic channel: INFO server was refused ({})", e.toString());
+                    return Mono.just(CLASSIC);
+                });
+    }
+
+    /** An error reply of Redis itself, as opposed to a connection that failed or timed out. */
+    private static boolean refusedByRedis(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof RedisCommandExecutionException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** From INFO's properties: {@code redis_version} alone, or one per node prefixed {@code host:port.} on a Cluster. */
+    static WakeUpChannel forServers(Properties info) {
+        int lowest = info.stringPropertyNames().stream()
+                .filter(name -> name.equals("redis_version") || name.endsWith(".redis_version"))
+                .mapToInt(name -> major(info.getProperty(name)))
+                .min().orElse(0);
+        WakeUpChannel channel = lowest >= FIRST_SHARDED_VERSION ? SHARDED : CLASSIC;
+        log.info("Wake-ups use {} channels (lowest redis_version major: {})", channel.name().toLowerCase(), lowest);
+        return channel;
+    }
+
+    private static int major(String version) {
+        try {
+            return Integer.parseInt(version.trim().split("\\.")[0]);
+        } catch (RuntimeException unreadable) {
+            return 0;
+        }
+    }
+}
