@@ -48,9 +48,10 @@ final class ShardSubscriptions implements AutoCloseable {
             Consumer<String> wakeUp) {
         this.linger = linger;
         this.wakeUp = wakeUp;
-        // Connected on first use and kept; a failed attempt is not kept, the next registration tries again.
+        // Connected on first use and kept while open; a failed attempt or a closed connection (Redis client
+        // stopped and started again) is not kept: the next registration connects again.
         this.connection = Mono.defer(connect).doOnNext(this::listenTo)
-                .cache(c -> Duration.ofMillis(Long.MAX_VALUE), e -> Duration.ZERO, () -> Duration.ZERO);
+                .cacheInvalidateIf(pubSub -> !pubSub.isOpen());
     }
 
     /** On the Redis of Spring's Lettuce client: standalone, Sentinel (Lettuce follows the master) or Cluster. */
@@ -98,10 +99,13 @@ final class ShardSubscriptions implements AutoCloseable {
                 slot.linger.dispose();
                 slot.linger = null;
             }
-            if (slot.subscription == null || ownerChanged(slot)) {
-                subscribe(slot);
+            Mono<Void> subscription = slot.subscription;
+            if (subscription == null || ownerChanged(slot)) {
+                // An attempt that fails at once has cleared slot.subscription by the time subscribe returns: the
+                // lease keeps the failed attempt (the waiter's own timeout is then its wake-up), never a null.
+                subscription = subscribe(slot);
             }
-            return new Lease(slot, slot.subscription);
+            return new Lease(slot, subscription);
         }
     }
 
@@ -111,7 +115,7 @@ final class ShardSubscriptions implements AutoCloseable {
     }
 
     /** Under the lock. */
-    private void subscribe(Slot slot) {
+    private Mono<Void> subscribe(Slot slot) {
         String channel = WakeUpChannel.shardChannelOfTag(slot.tag);
         Mono<Void> attempt = connection
                 .flatMap(pubSub -> Mono.fromCompletionStage(pubSub.async().ssubscribe(channel)))
@@ -119,6 +123,7 @@ final class ShardSubscriptions implements AutoCloseable {
         slot.subscription = attempt;
         slot.acknowledged = false;
         attempt.subscribe(null, failed -> settled(slot, attempt, false), () -> settled(slot, attempt, true));
+        return attempt;
     }
 
     private synchronized void settled(Slot slot, Mono<Void> attempt, boolean acknowledged) {

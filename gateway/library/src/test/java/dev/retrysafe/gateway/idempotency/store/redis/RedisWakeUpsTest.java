@@ -27,6 +27,7 @@ import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -120,6 +121,30 @@ class RedisWakeUpsTest {
         Flux.interval(Duration.ofMillis(20)).onBackpressureDrop().concatMap(tick -> Mono.fromCallable(this::shardChannels))
                 .filter(List::isEmpty).next().block(ShardSubscriptions.LINGER.plus(WAIT));
         assertThat(instance.wakeUps.subscribedSlots()).isZero();
+    }
+
+    /**
+     * A Redis client that cannot connect at all (stopped, as Spring's test contexts do to paused contexts, or
+     * refused at once): the waiter's lease still comes back and says it is done waiting for the subscription, so
+     * the request goes on (its own in-flight wait is then its wake-up) instead of failing with a 500.
+     */
+    @Test
+    void aSubscriptionThatFailsAtOnceStillGivesTheWaiterALease() {
+        AtomicInteger attempts = new AtomicInteger();
+        ShardSubscriptions shards = new ShardSubscriptions(() -> {
+            attempts.incrementAndGet();
+            return Mono.error(new IllegalStateException("LettuceConnectionFactory has been STOPPED"));
+        }, Duration.ZERO, scopeHash -> { });
+        started.add(shards);
+        String hash = newScope().hash();
+
+        try (ShardSubscriptions.Lease lease = shards.listen(hash)) {
+            lease.subscribed().block(WAIT);
+        }
+        try (ShardSubscriptions.Lease again = shards.listen(hash)) {
+            again.subscribed().block(WAIT);
+        }
+        assertThat(attempts).as("a failed connection is not kept: tried again").hasValue(2);
     }
 
     @Test
