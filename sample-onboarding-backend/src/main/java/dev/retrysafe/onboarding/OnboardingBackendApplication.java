@@ -57,7 +57,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
         WebFluxAutoConfiguration.class,
         ErrorWebFluxAutoConfiguration.class })
 @EnableConfigurationProperties(OnboardingProperties.class)
-@Import({ OnboardingLedger.class, OnboardingHandler.class })
+@Import({ OnboardingLedger.class, OnboardingHandler.class, WriteLog.class })
 public class OnboardingBackendApplication {
 
     /** The name of this backend's own configuration file(s): {@code onboarding-backend.properties}. */

@@ -22,8 +22,11 @@ class OnboardingHandler {
 
     private final String retryAfterSeconds;
 
-    OnboardingHandler(OnboardingLedger ledger, OnboardingProperties properties) {
+    private final WriteLog writeLog;
+
+    OnboardingHandler(OnboardingLedger ledger, OnboardingProperties properties, WriteLog writeLog) {
         this.ledger = ledger;
+        this.writeLog = writeLog;
         this.retryAfterSeconds = Long.toString(properties.retryAfter().toSeconds());
     }
 
@@ -43,6 +46,8 @@ class OnboardingHandler {
         ledger.countWriteRequest();
         return request.bodyToMono(MerchantDraft.class)
                 .map(draft -> ledger.accept(merchantId, draft))
+                .doOnNext(process -> writeLog.accepted(request.method().name(), request.path(),
+                        request.headers().firstHeader("Idempotency-Key"), process.processId()))
                 .flatMap(process -> ServerResponse.accepted()
                         .location(URI.create("/processes/" + process.processId()))
                         .header(HttpHeaders.RETRY_AFTER, retryAfterSeconds)

@@ -10,9 +10,11 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *
  * @param processingDelay how long a write stays PENDING before it completes or fails
  * @param retryAfter the polling hint sent as {@code Retry-After} (whole seconds) while a process is PENDING
+ * @param writeLog a file to append one line per accepted write to ({@link WriteLog}); empty: none
  */
 @ConfigurationProperties("onboarding")
 public record OnboardingProperties(
         @DefaultValue("3s") Duration processingDelay,
-        @DefaultValue("1s") Duration retryAfter) {
+        @DefaultValue("1s") Duration retryAfter,
+        @DefaultValue("") String writeLog) {
 }

@@ -1,5 +1,7 @@
 package dev.retrysafe.onboarding;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -7,6 +9,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import reactor.core.publisher.Mono;
 
 import org.springframework.context.ConfigurableApplicationContext;
@@ -237,6 +240,44 @@ class OnboardingBackendTest {
         client.get().uri("/merchants/no-such-merchant").exchange()
                 .expectStatus().isNotFound()
                 .expectBody().jsonPath("$.error").isEqualTo("not_found");
+    }
+
+    @Test
+    void writeLogHasOneLinePerAcceptedWriteWithItsKeyAndProcessAndNothingForRefusedOnes(@TempDir Path dir)
+            throws Exception {
+        Path file = dir.resolve("writes.tsv");
+        ConfigurableApplicationContext logging = OnboardingBackendApplication.start("--server.port=0",
+                "--onboarding.write-log=" + file);
+        try {
+            WebTestClient logged = WebTestClient.bindToServer().baseUrl(baseUrl(logging)).build();
+            String created = logged.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON)
+                    .header("Idempotency-Key", "key-0001-aaaa-bbbb").bodyValue(merchant("ACME", "ACME1234"))
+                    .exchange().expectStatus().isAccepted()
+                    .expectBody(JSON).returnResult().getResponseBody().get("processId").toString();
+            // A key cannot start a line or a column of its own.
+            String updated = logged.put().uri("/merchants/m-1").contentType(MediaType.APPLICATION_JSON)
+                    .header("Idempotency-Key", "evil\tkey").bodyValue(merchant("ACME", "ACME1234"))
+                    .exchange().expectStatus().isAccepted()
+                    .expectBody(JSON).returnResult().getResponseBody().get("processId").toString();
+            logged.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON).bodyValue("{not json")
+                    .exchange().expectStatus().isBadRequest();
+            String keyless = logged.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON)
+                    .bodyValue(merchant("Globex", "GLOB1234"))
+                    .exchange().expectStatus().isAccepted()
+                    .expectBody(JSON).returnResult().getResponseBody().get("processId").toString();
+
+            List<String[]> lines = Files.readAllLines(file).stream().map(line -> line.split("\t", -1)).toList();
+            assertThat(lines).hasSize(3).allSatisfy(fields -> {
+                assertThat(fields).hasSize(5);
+                assertThat(Long.parseLong(fields[0])).isPositive();
+            });
+            assertThat(lines.get(0)).endsWith("POST", "/merchants", "key-0001-aaaa-bbbb", created);
+            assertThat(lines.get(1)).endsWith("PUT", "/merchants/m-1", "evil?key", updated);
+            assertThat(lines.get(2)).endsWith("POST", "/merchants", "-", keyless);
+        }
+        finally {
+            logging.close();
+        }
     }
 
     @Test
