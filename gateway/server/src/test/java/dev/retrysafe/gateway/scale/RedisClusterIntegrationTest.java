@@ -39,7 +39,6 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
@@ -255,10 +254,29 @@ class RedisClusterIntegrationTest {
      * subscription (SUNSUBSCRIBE), the instance subscribes again at the new owner, and the wake-up still arrives.
      */
     @Test
-    @Disabled("Flaky under the full test command's load (1 of 2 runs on 2026-12-03: the wake-up after the move did "
-            + "not arrive within 10 s although the new owner had the resubscription); passes alone. To be found "
-            + "before it counts: issue 14 notes")
     void aWaiterOnTheShardChannelIsStillWokenAfterItsSlotMovedToAnotherMaster() throws Exception {
+        wokenAfterTheSlotMoved(null);
+    }
+
+    /**
+     * The same while the masters are told the new owner one after the other, the source first: the resubscription
+     * sent then is refused (the source answers MOVED to the target, the target, still importing, MOVED back, until
+     * Lettuce gives up). Held until the source has refused it; the instance tries again and the wake-up arrives.
+     * (Before, this failed whenever the masters' ports came in that order: flaky under load.)
+     */
+    @Test
+    void aWaiterIsStillWokenWhenItsResubscriptionIsRefusedWhileTheSlotIsBetweenMasters() throws Exception {
+        wokenAfterTheSlotMoved(source -> {
+            long refusedBefore = LocalRedisCluster.commandStat(source, "ssubscribe", "rejected_calls");
+            return () -> Flux.interval(Duration.ofMillis(5)).onBackpressureDrop()
+                    .concatMap(tick -> Mono.fromCallable(() -> LocalRedisCluster.commandStat(source, "ssubscribe",
+                            "rejected_calls")))
+                    .filter(refused -> refused > refusedBefore).next().block(WAIT);
+        });
+    }
+
+    /** {@code betweenMasters}, given the source master's port before the move, says what to do meanwhile; or null. */
+    private void wokenAfterTheSlotMoved(BetweenMastersOf betweenMasters) throws Exception {
         RedisWakeUps settling = instance(WakeUpChannel.SHARDED);
         RedisWakeUps waiting = instance(WakeUpChannel.SHARDED);
         IdempotencyScope scope = newScope();
@@ -273,7 +291,8 @@ class RedisClusterIntegrationTest {
             String recordKey = RedisIdempotencyStore.recordKey(scope);
             int before = cluster.ownerOf(recordKey);
             int target = cluster.ports().stream().filter(p -> p != before).findFirst().orElseThrow();
-            cluster.moveSlotOf(recordKey, target);
+            cluster.moveSlotOf(recordKey, target, betweenMasters == null ? null : betweenMasters.of(before));
+            // Acknowledged at the new owner: from now on its SPUBLISH reaches the waiting instance.
             String channel = WakeUpChannel.SHARDED.channelOf(scope.hash());
             Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
                     .concatMap(tick -> Mono.fromCallable(() -> LocalRedisCluster.cli(target, "pubsub", "shardnumsub",
@@ -283,6 +302,11 @@ class RedisClusterIntegrationTest {
             store(settling).release(scope, owner).block(WAIT);
             woken.block(WAIT);
         }
+    }
+
+    @FunctionalInterface
+    private interface BetweenMastersOf {
+        LocalRedisCluster.BetweenMasters of(int sourcePort) throws Exception;
     }
 
     /** Returns how long the waiter took to listen, in nanoseconds. */

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -113,6 +114,16 @@ public final class LocalRedisCluster implements AutoCloseable {
      * MIGRATING, MIGRATE, SETSLOT NODE), while clients keep running.
      */
     public void moveSlotOf(String key, int targetPort) throws IOException, InterruptedException {
+        moveSlotOf(key, targetPort, null);
+    }
+
+    /**
+     * As {@link #moveSlotOf(String, int)} (which tells the masters in port order), but the source master is told the
+     * new owner first and {@code betweenMasters} (unless null) runs before the others are: the moment in which the
+     * source answers MOVED to the target and the target, still importing, MOVED back.
+     */
+    public void moveSlotOf(String key, int targetPort, BetweenMasters betweenMasters)
+            throws IOException, InterruptedException {
         int source = ownerOf(key);
         String slot = cli(source, "cluster", "keyslot", key);
         String sourceId = cli(source, "cluster", "myid");
@@ -124,9 +135,34 @@ public final class LocalRedisCluster implements AutoCloseable {
                 cli(source, "migrate", "127.0.0.1", Integer.toString(targetPort), moving, "0", "5000");
             }
         }
-        for (int port : ports) {
-            cli(port, "cluster", "setslot", slot, "node", targetId);
+        if (betweenMasters == null) {
+            for (int port : ports) {
+                cli(port, "cluster", "setslot", slot, "node", targetId);
+            }
+            return;
         }
+        cli(source, "cluster", "setslot", slot, "node", targetId);
+        betweenMasters.run();
+        for (int port : ports) {
+            if (port != source) {
+                cli(port, "cluster", "setslot", slot, "node", targetId);
+            }
+        }
+    }
+
+    /** What a test does while only the source master knows a slot's new owner. */
+    @FunctionalInterface
+    public interface BetweenMasters {
+        void run() throws IOException, InterruptedException;
+    }
+
+    /** A counter of one command in a node's INFO commandstats, e.g. ssubscribe's {@code rejected_calls}; 0 if unused. */
+    public static long commandStat(int port, String command, String field) throws IOException, InterruptedException {
+        String prefix = "cmdstat_" + command + ":";
+        return cli(port, "info", "commandstats").lines().filter(line -> line.startsWith(prefix))
+                .flatMap(line -> Arrays.stream(line.substring(prefix.length()).split(",")))
+                .filter(pair -> pair.startsWith(field + "="))
+                .mapToLong(pair -> Long.parseLong(pair.substring(field.length() + 1).trim())).sum();
     }
 
     private static void awaitClusterOk(int port) throws IOException, InterruptedException {

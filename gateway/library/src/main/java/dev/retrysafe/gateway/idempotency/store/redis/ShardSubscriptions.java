@@ -30,12 +30,20 @@ import reactor.core.scheduler.Schedulers;
  * <p>A subscription can be lost: Redis drops the shard subscriptions of a slot that leaves a master (moved, or the
  * master demoted) and tells the subscriber with an {@code SUNSUBSCRIBE}; a master that dies takes them with it. The
  * first is subscribed again at once, the second at the slot's next registration once Lettuce's topology names
- * another owner. A wake-up lost meanwhile costs latency, never correctness: a waiter re-reads the record when its
- * wait ends.
+ * another owner. While a slot is being moved that new {@code SSUBSCRIBE} can be refused: the old master already
+ * answers {@code MOVED} to the new one, which until it is told it owns the slot answers {@code MOVED} back, and
+ * Lettuce gives up after its few redirects within milliseconds. So an attempt that fails while the slot still has
+ * waiters is tried again after {@link #RETRY_FIRST}, doubling up to {@link #RETRY_MAX}, until one is acknowledged or
+ * the last waiter has gone. A wake-up lost meanwhile costs latency, never correctness: a waiter re-reads the record
+ * when its wait ends.
  */
 final class ShardSubscriptions implements AutoCloseable {
     /** Long enough for a burst of waits in one slot to share one subscription, short enough to stop listening soon. */
     static final Duration LINGER = Duration.ofSeconds(2);
+    /** After a failed attempt in a slot that has waiters: short, as a slot between two masters settles in moments. */
+    static final Duration RETRY_FIRST = Duration.ofMillis(50);
+    /** The longest pause between attempts, for a slot whose master stays unreachable. */
+    static final Duration RETRY_MAX = Duration.ofSeconds(1);
 
     private final Mono<StatefulRedisPubSubConnection<String, String>> connection;
     private final Duration linger;
@@ -122,6 +130,10 @@ final class ShardSubscriptions implements AutoCloseable {
                 .then().cache();
         slot.subscription = attempt;
         slot.acknowledged = false;
+        if (slot.retry != null) {
+            slot.retry.dispose();
+            slot.retry = null;
+        }
         attempt.subscribe(null, failed -> settled(slot, attempt, false), () -> settled(slot, attempt, true));
         return attempt;
     }
@@ -132,9 +144,22 @@ final class ShardSubscriptions implements AutoCloseable {
         }
         if (acknowledged) {
             slot.acknowledged = true;
+            slot.failures = 0;
             slot.owner = ownerOf(slot.number);
-        } else {
-            slot.subscription = null; // the next registration in the slot tries again
+            return;
+        }
+        slot.subscription = null; // the next registration in the slot tries again, and so does a retry
+        if (slot.leases > 0 && slots.get(slot.tag) == slot) {
+            // Waiters are already listening on it: without a retry they would only have their own timeout.
+            long delay = Math.min(RETRY_MAX.toMillis(), RETRY_FIRST.toMillis() << Math.min(slot.failures, 20));
+            slot.failures++;
+            slot.retry = Mono.delay(Duration.ofMillis(delay)).subscribe(tick -> retry(slot));
+        }
+    }
+
+    private synchronized void retry(Slot slot) {
+        if (slot.leases > 0 && slots.get(slot.tag) == slot && slot.subscription == null) {
+            subscribe(slot);
         }
     }
 
@@ -172,6 +197,10 @@ final class ShardSubscriptions implements AutoCloseable {
 
     private synchronized void released(Slot slot) {
         if (--slot.leases == 0 && slots.get(slot.tag) == slot) {
+            if (slot.retry != null) {
+                slot.retry.dispose();
+                slot.retry = null;
+            }
             slot.linger = Mono.delay(linger).subscribe(tick -> expire(slot));
         }
     }
@@ -196,6 +225,9 @@ final class ShardSubscriptions implements AutoCloseable {
                 if (slot.linger != null) {
                     slot.linger.dispose();
                 }
+                if (slot.retry != null) {
+                    slot.retry.dispose();
+                }
             });
             slots.clear();
         }
@@ -215,6 +247,10 @@ final class ShardSubscriptions implements AutoCloseable {
         /** On a Cluster, the master that owned the slot when the subscription was acknowledged. */
         String owner;
         Disposable linger;
+        /** The next attempt after a failed one, while the slot has waiters. */
+        Disposable retry;
+        /** Attempts failed in a row, for the pause before the next. */
+        int failures;
 
         Slot(String tag) {
             this.tag = tag;

@@ -147,6 +147,33 @@ class RedisWakeUpsTest {
         assertThat(attempts).as("a failed connection is not kept: tried again").hasValue(2);
     }
 
+    /**
+     * A subscription attempt that fails while the slot has a waiter (on a Cluster: a resubscription refused with
+     * MOVED both ways while the slot is between two masters) is tried again without a new registration, so the
+     * waiter already listening is still woken.
+     */
+    @Test
+    void aFailedSubscriptionIsTriedAgainWhileItsSlotStillHasAWaiter() throws Exception {
+        AtomicInteger attempts = new AtomicInteger();
+        BlockingQueue<String> received = new LinkedBlockingQueue<>();
+        ShardSubscriptions shards = new ShardSubscriptions(() -> attempts.incrementAndGet() == 1
+                ? Mono.error(new IllegalStateException("MOVED, as between two masters"))
+                : connectPubSub(), Duration.ZERO, received::add);
+        started.add(shards);
+        String hash = newScope().hash();
+        String channel = WakeUpChannel.SHARDED.channelOf(hash);
+
+        try (ShardSubscriptions.Lease lease = shards.listen(hash)) {
+            lease.subscribed().block(WAIT);
+            Flux.interval(Duration.ofMillis(20)).onBackpressureDrop()
+                    .concatMap(tick -> Mono.fromCallable(() -> shardNumSub(channel)))
+                    .filter(count -> count == 1).next().block(WAIT);
+            admin.sync().spublish(channel, hash);
+            assertThat(received.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isEqualTo(hash);
+        }
+        assertThat(attempts).as("tried again by itself, once").hasValue(2);
+    }
+
     @Test
     void waitersInOneSlotShareItsSubscriptionUntilTheLastOfThemIsGone() throws Exception {
         BlockingQueue<String> received = new LinkedBlockingQueue<>();
