@@ -2,12 +2,16 @@ package dev.retrysafe.loadtests.gatling;
 
 import static io.gatling.javaapi.http.HttpDsl.http;
 
+import io.gatling.javaapi.core.Session;
 import io.gatling.javaapi.http.HttpProtocolBuilder;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.OptionalInt;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /**
@@ -16,6 +20,10 @@ import java.util.stream.Collectors;
  * <ul>
  *   <li>{@code baseUrl} - the gateway, e.g. {@code http://localhost:8080} (the Maven plugin passes
  *       {@code -Dgatling.baseUrl=...} as {@code -DbaseUrl=...}; {@code gatling.baseUrl} is read too);</li>
+ *   <li>{@code baseUrls} - several gateway instances, comma-separated: each request goes to the next one in turn
+ *       (a {@link Rotation}); {@code baseUrl} is then the first of them;</li>
+ *   <li>{@code rotationFile} - with {@code baseUrls}: a file naming the instances in service, one per line, re-read
+ *       as it changes (a rolling restart takes an instance out before stopping it);</li>
  *   <li>{@code path} - the guarded write route, default {@code /merchants};</li>
  *   <li>{@code tenant} - optional, sent as {@code X-Tenant-Id} (the gateway's {@code idempotency.tenant-header});</li>
  *   <li>{@code profile} - the size of a run: {@code laptop} (default: the whole local stack on 2 cores stays
@@ -58,12 +66,23 @@ public final class LoadSettings {
     }
 
     public final String baseUrl;
+    /** The instances requests rotate over; null with a single {@link #baseUrl}. */
+    public final Rotation rotation;
     public final String path;
     public final String tenant;
     public final Profile profile;
 
     private LoadSettings() {
-        baseUrl = stripTrailingSlash(text("baseUrl", text("gatling.baseUrl", "http://localhost:8080")));
+        String baseUrls = text("baseUrls", "");
+        if (baseUrls.isEmpty()) {
+            rotation = null;
+            baseUrl = stripTrailingSlash(text("baseUrl", text("gatling.baseUrl", "http://localhost:8080")));
+        } else {
+            String file = text("rotationFile", "");
+            rotation = Rotation.of(Arrays.stream(baseUrls.split(",")).map(String::trim).filter(url -> !url.isEmpty())
+                    .toList(), file.isEmpty() ? null : Path.of(file));
+            baseUrl = rotation.instances().get(0);
+        }
         path = text("path", "/merchants");
         tenant = text("tenant", "");
         profile = Boolean.parseBoolean(text("smoke", "false")) ? Profile.SMOKE : Profile.parse(text("profile", "laptop"));
@@ -103,6 +122,20 @@ public final class LoadSettings {
         return value.isEmpty() ? OptionalDouble.empty() : OptionalDouble.of(Double.parseDouble(value));
     }
 
+    /** Where a write goes: {@link #path} on the next instance of the rotation, or on {@link #baseUrl}. */
+    public Function<Session, String> target() {
+        if (rotation == null) {
+            return session -> path;
+        }
+        return session -> rotation.next() + path;
+    }
+
+    /** A file named by {@code -Dname=}, if one was. */
+    public Optional<Path> file(String name) {
+        String value = text(name, "");
+        return value.isEmpty() ? Optional.empty() : Optional.of(Path.of(value));
+    }
+
     public HttpProtocolBuilder protocol() {
         HttpProtocolBuilder protocol = http.baseUrl(baseUrl)
                 .acceptHeader("application/json")
@@ -117,7 +150,7 @@ public final class LoadSettings {
     }
 
     public String describe(String simulation, String sizing) {
-        return simulation + " -> " + baseUrl + path + (tenant.isEmpty() ? "" : " (tenant " + tenant + ")")
+        return simulation + " -> " + (rotation == null ? baseUrl : String.join(" | ", rotation.instances())) + path + (tenant.isEmpty() ? "" : " (tenant " + tenant + ")")
                 + " [profile " + profile.label() + "]: " + sizing;
     }
 

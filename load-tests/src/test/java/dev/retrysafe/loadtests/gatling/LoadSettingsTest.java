@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retrysafe.loadtests.gatling.LoadSettings.Profile;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -83,6 +84,24 @@ class LoadSettingsTest {
         set("maxUnavailablePercent", "0.5");
         assertThat(LoadSettings.load().maxP99Millis()).hasValue(1500);
         assertThat(LoadSettings.load().maxUnavailablePercent()).hasValue(0.5);
+    }
+
+    @Test
+    void oneBaseUrlGivesARelativePathAndSeveralRotateEachRequest() {
+        set("baseUrls", null);
+        set("baseUrl", "http://one:8080/");
+        set("path", "/merchants");
+        LoadSettings single = LoadSettings.load();
+        assertThat(single.baseUrl).isEqualTo("http://one:8080");
+        assertThat(single.target().apply(null)).isEqualTo("/merchants");
+
+        set("baseUrls", "http://a:1, http://b:2/");
+        set("rotationFile", null);
+        LoadSettings several = LoadSettings.load();
+        assertThat(several.baseUrl).isEqualTo("http://a:1");
+        assertThat(List.of(several.target().apply(null), several.target().apply(null), several.target().apply(null)))
+                .containsExactly("http://a:1/merchants", "http://b:2/merchants", "http://a:1/merchants");
+        assertThat(several.describe("Sim", "x")).contains("http://a:1 | http://b:2/merchants");
     }
 
     private void set(String name, String value) {

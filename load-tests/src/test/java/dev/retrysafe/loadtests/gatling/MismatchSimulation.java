@@ -53,12 +53,12 @@ public class MismatchSimulation extends Simulation {
     {
         ChainBuilder firstWrite = paced(UniqueKeysSimulation.firstWrite(settings, verdict, "first write"));
         ChainBuilder changedPayload = paced(verdict.exchange(Sent.CHANGED_PAYLOAD,
-                http("same key, changed payload").post(settings.path)
+                http("same key, changed payload").post(settings.target())
                         .header(KEY_HEADER, "#{key}")
                         .body(StringBody(session ->
                                 MerchantPayloads.changedJson(session.getString(KEY), session.getInt("variant"))))));
         ChainBuilder originalAgain = paced(verdict.exchange(Sent.REPLAY,
-                http("same key, original payload again").post(settings.path)
+                http("same key, original payload again").post(settings.target())
                         .header(KEY_HEADER, "#{key}")
                         .body(StringBody(session -> MerchantPayloads.json(session.getString(KEY)))),
                 session -> session.getString(FIRST_BODY)));

@@ -59,7 +59,7 @@ public class ReplayHeavySimulation extends Simulation {
 
     private ChainBuilder newKey(String requestName) {
         return exec(session -> session.set(KEY, MerchantPayloads.newKey()))
-                .exec(verdict.exchange(Sent.NEW_KEY, http(requestName).post(settings.path)
+                .exec(verdict.exchange(Sent.NEW_KEY, http(requestName).post(settings.target())
                         .header(KEY_HEADER, "#{key}")
                         .body(StringBody(session -> MerchantPayloads.json(session.getString(KEY))))))
                 .exec(ReplayHeavySimulation::remember);
@@ -80,7 +80,7 @@ public class ReplayHeavySimulation extends Simulation {
         return exec(session -> {
             List<String> pool = session.getList(POOL);
             return session.set(KEY, pool.get(ThreadLocalRandom.current().nextInt(pool.size())));
-        }).exec(verdict.exchange(Sent.REPLAY, http("replay (same key, same payload)").post(settings.path)
+        }).exec(verdict.exchange(Sent.REPLAY, http("replay (same key, same payload)").post(settings.target())
                         .header(KEY_HEADER, "#{key}")
                         .body(StringBody(session -> MerchantPayloads.replayJson(session.getString(KEY), shuffleArrays))),
                 session -> session.<String>getMap(BODIES).get(session.getString(KEY))));

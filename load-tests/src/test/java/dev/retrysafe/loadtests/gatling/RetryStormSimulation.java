@@ -14,10 +14,16 @@ import dev.retrysafe.loadtests.gatling.IdempotencyVerdict.Sent;
 import io.gatling.javaapi.core.OpenInjectionStep;
 import io.gatling.javaapi.core.ScenarioBuilder;
 import io.gatling.javaapi.core.Simulation;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,7 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * key {@code minSends}..{@code maxSends} times, 0..{@code retryPauseMillis} apart. A new storm with fresh keys every
  * {@code stormIntervalSeconds} for {@code durationSeconds}. Per profile (laptop / ci / soak / smoke): keys 10 / 5 / 10
  * / 3, usersPerKey 10 / 5 / 10 / 4, sends 2..4 / 2..3 / 2..4 / 2..3, retryPauseMillis 250 / 250 / 250 / 100, a storm
- * every 5 / 5 / 10 / 5 s for 30 / 10 / 1800 / 1 s (6 / 2 / 180 / 1 storms).
+ * every 5 / 5 / 10 / 5 s for 30 / 10 / 1800 / 1 s (6 / 2 / 180 / 1 storms). With {@code -DkeysFile=} the keys
+ * sent are written there at the end, one per line (load-tests/rolling-restart.sh checks them against the upstream).
  */
 public class RetryStormSimulation extends Simulation {
 
@@ -52,12 +59,16 @@ public class RetryStormSimulation extends Simulation {
 
     private final String runId = UUID.randomUUID().toString().replace("-", "").substring(0, 20);
     private final AtomicLong userSequence = new AtomicLong();
+    /** Every key some user sent, written to {@code -DkeysFile=} at the end for checks against the upstream's log. */
+    private final Set<String> sentKeys = ConcurrentHashMap.newKeySet();
 
     /** Users are numbered in start order: user n of a storm resends key n % keys of that storm. */
     private String assignKey() {
         long n = userSequence.getAndIncrement();
         long storm = n / ((long) keys * usersPerKey);
-        return "storm-" + runId + "-" + storm + "-" + (n % keys);
+        String key = "storm-" + runId + "-" + storm + "-" + (n % keys);
+        sentKeys.add(key);
+        return key;
     }
 
     {
@@ -65,7 +76,7 @@ public class RetryStormSimulation extends Simulation {
                 .exec(session -> session.set(KEY, assignKey())
                         .set("sends", ThreadLocalRandom.current().nextInt(minSends, maxSends + 1)))
                 .exec(repeat("#{sends}").on(
-                        verdict.exchange(Sent.CONCURRENT_RESEND, http("resend same key and payload").post(settings.path)
+                        verdict.exchange(Sent.CONCURRENT_RESEND, http("resend same key and payload").post(settings.target())
                                         .header(KEY_HEADER, "#{key}")
                                         .body(StringBody(session -> MerchantPayloads.json(session.getString(KEY)))))
                                 .pause(Duration.ZERO, Duration.ofMillis(retryPauseMillis))));
@@ -89,5 +100,12 @@ public class RetryStormSimulation extends Simulation {
     @Override
     public void after() {
         verdict.print();
+        settings.file("keysFile").ifPresent(file -> {
+            try {
+                Files.write(file, new TreeSet<>(sentKeys));
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot write -DkeysFile=" + file, e);
+            }
+        });
     }
 }

@@ -40,7 +40,7 @@ public class UniqueKeysSimulation extends Simulation {
     /** A fresh key in the session's {@code key}, and its first write. */
     static ChainBuilder firstWrite(LoadSettings settings, IdempotencyVerdict verdict, String requestName) {
         return exec(session -> session.set(KEY, MerchantPayloads.newKey()))
-                .exec(verdict.exchange(Sent.NEW_KEY, http(requestName).post(settings.path)
+                .exec(verdict.exchange(Sent.NEW_KEY, http(requestName).post(settings.target())
                         .header(KEY_HEADER, "#{key}")
                         .body(StringBody(session -> MerchantPayloads.json(session.getString(KEY))))));
     }
