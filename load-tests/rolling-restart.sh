@@ -187,7 +187,8 @@ say "fleet ready: gateways $urls, cluster $REDIS_CLUSTER_NODES ($(redis-server -
 ./mvnw -B ${MVN_FLAGS:-} -pl load-tests test-compile gatling:test \
   -Dgatling.simulationClass=dev.retrysafe.loadtests.gatling.RetryStormSimulation -Dprofile=soak \
   -DdurationSeconds="$DURATION" -DstormIntervalSeconds="$STORM_INTERVAL" -DbaseUrls="$urls" \
-  -DrotationFile="$out/rotation" -DkeysFile="$out/keys.txt" > "$out/gatling.log" 2>&1 &
+  -DrotationFile="$out/rotation" -DkeysFile="$out/keys.txt" -Dgatling.failedRequests=DEBUG \
+  > "$out/gatling.log" 2>&1 &
 gatling_pid=$!
 other_pids+=("$gatling_pid")
 
@@ -224,11 +225,12 @@ for i in 0 1 2; do
     | grep -E '^idempotency_records(_processes_pending|_pending)?[{ ]' | sed 's/^idempotency_records//' | paste -sd' ' -)"
 done
 # When the 503s were answered (the gateways log each refusal), in 5 s buckets since the load started.
-refusals=$(cat "$out"/gateway-*.log | grep 'Idempotency store unavailable, refusing' | cut -c1-19 \
+refusals=$(cat "$out"/gateway-*.log | { grep 'Idempotency store unavailable, refusing' || true; } | cut -c1-19 \
   | while read -r stamp; do echo $(( ($(date -u -d "$stamp" +%s) - load_started) / 5 * 5 )); done \
   | sort -n | uniq -c | awk '{printf "t+%ss: %s  ", $2, $1}')
 say "503 store unavailable by time (5 s buckets): ${refusals:-none}"
 say "gateway logs: $(cat "$out"/gateway-*.log | grep -c ' ERROR ' || true) ERROR lines, $(cat "$out"/gateway-*.log | grep -c ' WARN ' || true) WARN lines"
+say "failed requests (KO) by instance, from Gatling's debug log: $(grep -oE 'uri=http://[^/ ]+' "$out/gatling.log" | sort | uniq -c | paste -sd' ' - || true)"
 say "Gatling report: $(grep -oE 'file://[^ ]*index\.html' "$out/gatling.log" | head -n 1)"
 echo "rolling-restart.sh: summary in $out/summary.txt"
 if [ "$gatling_status" -eq 0 ] && [ "$check_status" -eq 0 ]; then

@@ -56,8 +56,13 @@ public final class Rotation {
 
     private List<String> current() {
         if (inServiceFile != null && nanoTime.getAsLong() - checkedAt >= RECHECK_NANOS) {
-            checkedAt = nanoTime.getAsLong();
-            inService = readInService();
+            // One reader at a time: a slow read of the old file must not overwrite a newer read's list.
+            synchronized (this) {
+                if (nanoTime.getAsLong() - checkedAt >= RECHECK_NANOS) {
+                    inService = readInService();
+                    checkedAt = nanoTime.getAsLong();
+                }
+            }
         }
         return inService;
     }
