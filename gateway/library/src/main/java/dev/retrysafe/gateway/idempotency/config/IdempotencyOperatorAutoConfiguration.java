@@ -33,7 +33,7 @@ public class IdempotencyOperatorAutoConfiguration {
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
             RedisWakeUps wakeUps, EncryptionKeys encryption) {
-        // On a Cluster a script may touch one slot: the index of unsettled records is then read a slot per call.
+        // On a Cluster a script may touch one slot (one master, flagged, on Redis 7+): the index is read by master.
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), wakeUps,
                 encryption, cluster);

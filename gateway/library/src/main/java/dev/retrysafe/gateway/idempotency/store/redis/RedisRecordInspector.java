@@ -53,7 +53,8 @@ public final class RedisRecordInspector implements RecordInspector {
 
     /**
      * @param encryption     the same keys the store uses, to show and write sealed responses
-     * @param oneSlotPerCall a Redis Cluster: the index is read one slot per call
+     * @param oneSlotPerCall a Redis Cluster: the index is read by master where Redis allows (7 and later), else one
+     *                       slot per call
      */
     public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             EncryptionKeys encryption, boolean oneSlotPerCall) {

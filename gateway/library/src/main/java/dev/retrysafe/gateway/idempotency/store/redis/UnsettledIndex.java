@@ -7,10 +7,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.data.redis.connection.ReactiveRedisClusterConnection;
+import org.springframework.data.redis.connection.RedisClusterNode;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -22,8 +26,8 @@ import reactor.core.publisher.Mono;
  * {@code idempotency-uncertain:{<slot tag>}} (scope hashes by when they entered the state), kept by the same scripts
  * that change a record's state, beside the slot's pending processes ({@link RedisProcessQueue}). Counts and the
  * operator's queue read these instead of every record: their cost follows the number of unsettled records and the
- * 16,384 slots, never the number of records. On a Cluster a script may touch one slot, so each slot is one call
- * (pipelined); on a single Redis a call covers {@link #SLOTS_PER_CALL} slots.
+ * 16,384 slots, never the number of records. On a single Redis a call covers {@link #SLOTS_PER_CALL} slots; on a
+ * Cluster see {@link Reads}.
  */
 final class UnsettledIndex {
     private static final Logger log = LoggerFactory.getLogger(UnsettledIndex.class);
@@ -31,21 +35,48 @@ final class UnsettledIndex {
     static final String UNCERTAIN_PREFIX = "idempotency-uncertain:";
     static final int SLOTS_PER_CALL = 1024;
     private static final int CALLS_IN_FLIGHT = 32;
+    /** Calls of slot runs at once on a Cluster; a run read slot by slot has {@link #CALLS_IN_FLIGHT} of its own. */
+    private static final int RUNS_IN_FLIGHT = 8;
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> UNSETTLED = LuaScripts.load("idempotency_unsettled.lua", List.class);
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> UNSETTLED_BY_MASTER = LuaScripts.load("idempotency_unsettled_by_master.lua",
+            List.class);
     private static final RedisScript<Long> BACKFILL = LuaScripts.load("idempotency_unsettled_backfill.lua", Long.class);
     private static final byte[] RECORD_PREFIX = bytes(RedisIdempotencyStore.KEY_PREFIX + "{");
     /** Set once the records of a version without the index have been put in it: the fleet does that once. */
     static final String BACKFILLED_KEY = "idempotency-unsettled-index:backfilled";
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
-    private final int slotsPerCall;
+    private final Reads reads;
     private final AtomicBoolean backfilled = new AtomicBoolean();
+    /** Set once Redis refused the by-master script as such (no script flags before Redis 7): slot by slot after. */
+    private final AtomicBoolean byMasterRefused = new AtomicBoolean();
 
-    /** @param oneSlotPerCall a Redis Cluster: a script may only touch the keys of one slot */
-    UnsettledIndex(ReactiveRedisTemplate<String, byte[]> redis, boolean oneSlotPerCall) {
+    /** @param cluster a Redis Cluster: read {@link Reads#BY_MASTER}, else {@link Reads#SINGLE_REDIS} */
+    UnsettledIndex(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
+        this(redis, cluster ? Reads.BY_MASTER : Reads.SINGLE_REDIS);
+    }
+
+    UnsettledIndex(ReactiveRedisTemplate<String, byte[]> redis, Reads reads) {
         this.redis = redis;
-        this.slotsPerCall = oneSlotPerCall ? 1 : SLOTS_PER_CALL;
+        this.reads = reads;
+    }
+
+    /** How a count or list reads the 16,384 slots' parts of the index: the slots one script call covers. */
+    enum Reads {
+        /** A single Redis, where the slots mean nothing: {@link #SLOTS_PER_CALL} slots a call. */
+        SINGLE_REDIS,
+        /** A Redis Cluster where a script may touch the keys of one slot only (Redis 6): one call per slot. */
+        SLOT_BY_SLOT,
+        /**
+         * A Redis Cluster of Redis 7 or later: a script flagged {@code allow-cross-slot-keys} reads up to
+         * {@link #SLOTS_PER_CALL} consecutive slots of one master a call (by the client's view of the topology), so a
+         * read costs a few calls per master. Where such a call fails (its slots are no longer all that master's, a
+         * slot is being moved, Redis refuses the script) its slots are read {@link #SLOT_BY_SLOT}, so a result is
+         * always complete; a Redis that does not know script flags is read slot by slot from then on.
+         */
+        BY_MASTER
     }
 
     static String inFlightKey(String scopeHash) {
@@ -76,14 +107,15 @@ final class UnsettledIndex {
     Flux<Member> list(int perState) {
         return backfilled().thenMany(calls(List.of(bytes("list"), RECORD_PREFIX, bytes(Integer.toString(perState)))))
                 .concatMapIterable(reply -> {
+                    // {IN_FLIGHT..., '', UNCERTAIN...}, or that once per slot, each closed by another '' (by master).
                     List<Member> members = new ArrayList<>();
-                    String state = "IN_FLIGHT";
+                    boolean inFlight = true;
                     for (Object element : reply) {
                         String scope = text(element);
                         if (scope.isEmpty()) {
-                            state = "UNCERTAIN";
+                            inFlight = !inFlight;
                         } else {
-                            members.add(new Member(scope, state));
+                            members.add(new Member(scope, inFlight ? "IN_FLIGHT" : "UNCERTAIN"));
                         }
                     }
                     return members;
@@ -123,9 +155,23 @@ final class UnsettledIndex {
                 .then();
     }
 
-    @SuppressWarnings("unchecked")
+    /** One reply per call, in slot order: what the slots' parts of the index say, as the scripts return it. */
     private Flux<List<Object>> calls(List<byte[]> args) {
         List<String> tags = SlotTags.all();
+        return switch (reads) {
+            case SINGLE_REDIS -> slotCalls(tags, SLOTS_PER_CALL, args);
+            case SLOT_BY_SLOT -> slotCalls(tags, 1, args);
+            case BY_MASTER -> byMasterRefused.get() ? slotCalls(tags, 1, args)
+                    : runs().flatMapMany(runs -> Flux.fromIterable(runs).flatMapSequential(run -> {
+                        List<String> runTags = tags.subList(run.from(), run.to());
+                        return run.master() == null ? slotCalls(runTags, 1, args)
+                                : masterCall(runTags, args).onErrorResume(e -> slotBySlot(run, runTags, args, e));
+                    }, RUNS_IN_FLIGHT));
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private Flux<List<Object>> slotCalls(List<String> tags, int slotsPerCall, List<byte[]> args) {
         return Flux.range(0, (tags.size() + slotsPerCall - 1) / slotsPerCall)
                 .flatMapSequential(call -> {
                     List<String> keys = new ArrayList<>();
@@ -139,8 +185,84 @@ final class UnsettledIndex {
                 }, CALLS_IN_FLIGHT);
     }
 
+    /** The slots of {@code tags}, all of one master, in one call routed by the first slot's key. */
+    @SuppressWarnings("unchecked")
+    private Flux<List<Object>> masterCall(List<String> tags, List<byte[]> args) {
+        List<byte[]> argv = new ArrayList<>(args);
+        argv.add(bytes(IN_FLIGHT_PREFIX + "{"));
+        argv.add(bytes(UNCERTAIN_PREFIX + "{"));
+        argv.add(bytes(RedisProcessQueue.PENDING_PREFIX + "{"));
+        tags.forEach(tag -> argv.add(bytes(tag)));
+        return redis.execute(UNSETTLED_BY_MASTER, List.of(IN_FLIGHT_PREFIX + "{" + tags.get(0) + "}"), argv).next()
+                .map(reply -> (List<Object>) reply).flux();
+    }
+
+    private Flux<List<Object>> slotBySlot(Run run, List<String> tags, List<byte[]> args, Throwable failure) {
+        if (refusedAsScript(failure) && byMasterRefused.compareAndSet(false, true)) {
+            log.info("Index of unsettled records: Redis refused the script that reads many slots of a master at once "
+                    + "(script flags need Redis 7): read one slot per call from now on ({})", failure.toString());
+        } else {
+            log.debug("Index of unsettled records: slots {} to {} of {} read one per call ({})", run.from(),
+                    run.to() - 1, run.master(), NestedExceptionUtils.getMostSpecificCause(failure).toString());
+        }
+        return slotCalls(tags, 1, args);
+    }
+
+    /** A Redis before 7 reads the shebang line as Lua, and fails to compile the script. */
+    private static boolean refusedAsScript(Throwable failure) {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            String message = String.valueOf(cause.getMessage());
+            if (message.contains("Error compiling script") || message.contains("shebang")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The client's view of which master owns each slot (Lettuce's topology, no round trip), as runs of slots. */
+    private Mono<List<Run>> runs() {
+        return Flux.usingWhen(Mono.fromSupplier(() -> redis.getConnectionFactory().getReactiveClusterConnection()),
+                        ReactiveRedisClusterConnection::clusterGetNodes, ReactiveRedisClusterConnection::closeLater)
+                .filter(RedisClusterNode::isMaster)
+                .collectList()
+                .map(UnsettledIndex::runs)
+                .onErrorResume(e -> {
+                    log.debug("Index of unsettled records: no topology, read one slot per call ({})", e.toString());
+                    return Mono.just(List.of(new Run(0, SlotTags.SLOTS, null)));
+                });
+    }
+
+    /**
+     * Consecutive slots of one master, at most {@link #SLOTS_PER_CALL} each, in slot order: the reply order of the
+     * per-slot reading, whose list is cut by the caller. A master owns a few ranges after Redis's own resharding and
+     * rebalancing, so this is a few runs per master; a slot no master is known to own is a run of its own.
+     */
+    static List<Run> runs(List<RedisClusterNode> masters) {
+        String[] owners = new String[SlotTags.SLOTS];
+        for (RedisClusterNode master : masters) {
+            String name = master.getId() != null ? master.getId() : master.asString();
+            for (int slot : master.getSlotRange().getSlotsArray()) {
+                owners[slot] = name;
+            }
+        }
+        List<Run> runs = new ArrayList<>();
+        int from = 0;
+        for (int slot = 1; slot <= SlotTags.SLOTS; slot++) {
+            if (slot == SlotTags.SLOTS || slot - from == SLOTS_PER_CALL || owners[slot] == null
+                    || !Objects.equals(owners[slot], owners[from])) {
+                runs.add(new Run(from, slot, owners[from]));
+                from = slot;
+            }
+        }
+        return runs;
+    }
+
     private static String text(Object element) {
         return element instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(element);
+    }
+
+    /** Slots {@code from} (inclusive) to {@code to} (exclusive) of {@code master}, or of no known master if null. */
+    record Run(int from, int to, String master) {
     }
 
     /** An unsettled record in the index. */
