@@ -8,6 +8,10 @@
 --   'next' ARGV[2] tag   ARGV[3] the claimed score   ARGV[4] time to look next (absolute ms), '' when the slot
 --           was empty (the slot leaves the directory): done only if nobody changed the slot's entry since the claim
 --           (a 'sooner' in between wins)
+--   'restore' ARGV[2], ARGV[3]... pairs of tag and time (absolute ms) of a slot's earliest pending poll: each slot
+--           the directory lacks is added at its time, one it has later is brought forward; returns how many it
+--           lacked (lost with a write to the directory: refused while its master was down, or not yet replicated
+--           when it failed over)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op = ARGV[1]
@@ -39,5 +43,17 @@ elseif op == 'next' then
     return 1
   end
   return 0
+elseif op == 'restore' then
+  local lacked = 0
+  for i = 2, #ARGV - 1, 2 do
+    local current = redis.call('ZSCORE', KEYS[1], ARGV[i])
+    if not current then
+      lacked = lacked + 1
+    end
+    if not current or tonumber(current) > tonumber(ARGV[i + 1]) then
+      redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i])
+    end
+  end
+  return {lacked}
 end
 return redis.error_reply('unknown operation ' .. tostring(op))

@@ -6,6 +6,8 @@
 --   state are dropped on the way, so a count costs O(unsettled records) and stays true.
 --   Returns {IN_FLIGHT, UNCERTAIN, IN_FLIGHT reserved before now - pending after, pending processes}.
 -- list: ARGV[3] most scope hashes per state. Returns {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes...}.
+-- processes: for each slot whose pending processes are not empty, its key and the earliest poll time (ms):
+--   {key, time, key, time...}; what the process queue's directory must name (RedisProcessQueue.restoreDirectory).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function prune(index, state)
@@ -29,6 +31,17 @@ if ARGV[1] == 'count' then
     end
   end
   return {inFlight, uncertain, pending, processes}
+end
+if ARGV[1] == 'processes' then
+  local reply = {}
+  for i = 3, #KEYS, 3 do
+    local first = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+    if #first > 0 then
+      reply[#reply + 1] = KEYS[i]
+      reply[#reply + 1] = first[2]
+    end
+  end
+  return reply
 end
 local limit = tonumber(ARGV[3])
 local inFlight, uncertain = {}, {}

@@ -10,6 +10,7 @@
 --   pending processes ('idempotency-in-flight:{' ...); each key is its prefix, the slot tag and '}'
 -- ARGV[7]... the slots' tags
 -- count: the sums of what idempotency_unsettled.lua returns for each slot.
+-- processes: as idempotency_unsettled.lua, {pending processes key, earliest poll time...} of the slots holding any.
 -- list: for each slot holding any, {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes..., ''}: the replies of
 --   one call per slot, in the slots' order.
 local t = redis.call('TIME')
@@ -38,6 +39,18 @@ if ARGV[1] == 'count' then
     end
   end
   return {inFlight, uncertain, pending, processes}
+end
+if ARGV[1] == 'processes' then
+  local reply = {}
+  for i = 7, #ARGV do
+    local processesKey = ARGV[6] .. ARGV[i] .. '}'
+    local first = redis.call('ZRANGE', processesKey, 0, 0, 'WITHSCORES')
+    if #first > 0 then
+      reply[#reply + 1] = processesKey
+      reply[#reply + 1] = first[2]
+    end
+  end
+  return reply
 end
 local limit = tonumber(ARGV[3])
 local reply = {}

@@ -96,7 +96,8 @@ public class IdempotencyStoreAutoConfiguration {
     @ConditionalOnBean(RedisIdempotencyStore.class)
     @ConditionalOnMissingBean(ProcessQueue.class)
     RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory) {
-        return new RedisProcessQueue(bytesTemplate(connectionFactory));
+        boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
+        return new RedisProcessQueue(bytesTemplate(connectionFactory), cluster);
     }
 
     private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,

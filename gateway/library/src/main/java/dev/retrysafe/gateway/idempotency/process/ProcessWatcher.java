@@ -75,9 +75,10 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
             return;
         }
         if (!closing && loop.get() == null) {
+            long restoreEvery = Math.max(1, maxDelay.toMillis() / tick.toMillis());
             Disposable started = Flux.interval(tick, tick)
                     .onBackpressureDrop()
-                    .concatMap(t -> pollDueNow(), 1)
+                    .concatMap(t -> t % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow(), 1)
                     .subscribe();
             if (!loop.compareAndSet(null, started)) {
                 started.dispose();
@@ -114,6 +115,30 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
                 .onErrorResume(e -> {
                     if (!closing) {
                         log.warn("Looking for due process polls failed: {}", e.toString());
+                    }
+                    return Mono.just(0);
+                });
+    }
+
+    /**
+     * Puts back in the queue's directory what a Redis failover lost of it: at this instance's first round, then once
+     * every {@code process-poll.max-delay}, so a process so orphaned is polled at most that late.
+     */
+    Mono<Integer> restoreLostSlotsNow() {
+        if (closing || queue.isEmpty()) {
+            return Mono.just(0);
+        }
+        return queue.get().restoreLostSlots()
+                .doOnNext(lost -> {
+                    if (lost > 0) {
+                        log.warn("{} slot(s) of the process queue holding pending processes were missing from its "
+                                + "directory (a write to it lost with a Redis master?): put back, their processes are "
+                                + "polled again", lost);
+                    }
+                })
+                .onErrorResume(e -> {
+                    if (!closing) {
+                        log.warn("Restoring the process queue's directory failed: {}", e.toString());
                     }
                     return Mono.just(0);
                 });

@@ -20,6 +20,14 @@ public interface ProcessQueue {
      */
     Mono<Integer> pollDue(int max, Duration claim, Duration maxDelay, Function<DueProcess, Mono<PollResult>> poll);
 
+    /**
+     * Makes sure that every part of the queue holding processes will be looked into, whatever was lost on the way to
+     * what says where to look (a write refused while a Redis master was down, or not yet replicated when it failed
+     * over), so that no process waits for its record's retention instead of its poll. Emits how many parts had been
+     * lost. Called by each instance now and then; it reads the whole queue's index, not every record.
+     */
+    Mono<Integer> restoreLostSlots();
+
     /** A queued process, with what its record says about where to ask. */
     record DueProcess(String scopeHash, String routeId, String processId, String upstream) {
     }

@@ -277,6 +277,12 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     }
 
     /** As RedisProcessQueue, without slots: claims, polls and records one batch of due processes. */
+    /** One map is the whole queue here: no separate directory that a failover could make lose a part. */
+    @Override
+    public Mono<Integer> restoreLostSlots() {
+        return Mono.just(0);
+    }
+
     @Override
     public Mono<Integer> pollDue(int max, Duration claim, Duration maxDelay,
             Function<DueProcess, Mono<PollResult>> poll) {

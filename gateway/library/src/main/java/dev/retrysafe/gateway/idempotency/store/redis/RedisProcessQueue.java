@@ -24,7 +24,8 @@ import reactor.core.publisher.Mono;
  * and when to look into each: brought forward just before and just after a 202 naming a process is stored (before:
  * so that a gateway dying right after the store step has already said where to look; after: so that a look racing
  * the store step cannot drop the slot), set to the slot's earliest poll after each look, and the slot leaves it
- * when it is empty. Claims are leases: nothing is lost with the instance holding them.
+ * when it is empty. Claims are leases: nothing is lost with the instance holding them. The directory's own writes
+ * can be lost with a Redis master: {@link #restoreLostSlots()} rebuilds what it lacks from the slots.
  */
 public final class RedisProcessQueue implements ProcessQueue {
     public static final String DIRECTORY_KEY = "idempotency-process-slots";
@@ -38,10 +39,21 @@ public final class RedisProcessQueue implements ProcessQueue {
     private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final RedisScript<Long> POLL_LATER = LuaScripts.load("idempotency_process_poll_later.lua", Long.class);
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    /** Slots put back in one call to the directory. */
+    private static final int SLOTS_PER_RESTORE = 500;
 
+    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final UnsettledIndex index;
+
+    /** On a single Redis. */
     public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis) {
+        this(redis, false);
+    }
+
+    /** @param cluster a Redis Cluster: the slots' queues are read a master at a time ({@link UnsettledIndex}) */
+    public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
         this.redis = redis;
+        this.index = new UnsettledIndex(redis, cluster);
     }
 
     /** The pending processes of the slot a record lives in. */
@@ -66,6 +78,29 @@ public final class RedisProcessQueue implements ProcessQueue {
                         List.of(bytes("claim"), bytes(Integer.toString(SLOTS_PER_CLAIM)), millis(claim)))
                 .concatMapIterable(RedisProcessQueue::claimedSlots)
                 .flatMap(slot -> pollSlot(slot, max, claim, maxDelay, poll), 4)
+                .reduce(0, Integer::sum);
+    }
+
+    /**
+     * The directory is one key, written in calls of their own around the store step: a write to it can be lost
+     * (refused while its master is down, or acknowledged and not yet replicated when that master fails over) while
+     * the 202's own step queued the process in its slot. Every slot that holds processes is put back at its earliest
+     * poll, or brought forward to it.
+     */
+    @Override
+    public Mono<Integer> restoreLostSlots() {
+        return index.processSlots()
+                .buffer(SLOTS_PER_RESTORE)
+                .concatMap(slots -> {
+                    List<byte[]> args = new ArrayList<>();
+                    args.add(bytes("restore"));
+                    for (UnsettledIndex.QueuedSlot slot : slots) {
+                        args.add(bytes(slot.tag()));
+                        args.add(bytes(Long.toString(slot.earliestPoll())));
+                    }
+                    return redis.execute(SLOTS, List.of(DIRECTORY_KEY), args).next()
+                            .map(reply -> (int) Long.parseLong(text(reply.get(0))));
+                })
                 .reduce(0, Integer::sum);
     }
 

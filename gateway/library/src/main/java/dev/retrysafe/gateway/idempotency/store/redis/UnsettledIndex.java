@@ -123,6 +123,23 @@ final class UnsettledIndex {
     }
 
     /**
+     * The slots whose pending processes ({@link RedisProcessQueue}) are not empty, each with its earliest poll time:
+     * what the queue's directory must name. Read as a count is, so it costs a few calls per master.
+     */
+    Flux<QueuedSlot> processSlots() {
+        return calls(List.of(bytes("processes"), RECORD_PREFIX, bytes("0")))
+                .concatMapIterable(reply -> {
+                    List<QueuedSlot> slots = new ArrayList<>();
+                    for (int i = 0; i + 1 < reply.size(); i += 2) {
+                        String key = text(reply.get(i));
+                        String tag = key.substring(RedisProcessQueue.PENDING_PREFIX.length() + 1, key.length() - 1);
+                        slots.add(new QueuedSlot(tag, (long) Double.parseDouble(text(reply.get(i + 1)))));
+                    }
+                    return slots;
+                });
+    }
+
+    /**
      * Records left IN_FLIGHT or UNCERTAIN by a version without the index are put in it, once for the fleet: the
      * first count or list after an upgrade reads every record key (SCAN) and marks it done; later ones, on any
      * instance, find the mark. Records settled meanwhile are left out.
@@ -263,6 +280,10 @@ final class UnsettledIndex {
 
     /** Slots {@code from} (inclusive) to {@code to} (exclusive) of {@code master}, or of no known master if null. */
     record Run(int from, int to, String master) {
+    }
+
+    /** A slot of the process queue that holds pending processes, and the earliest one's poll time (epoch ms). */
+    record QueuedSlot(String tag, long earliestPoll) {
     }
 
     /** An unsettled record in the index. */

@@ -15,6 +15,7 @@ import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -125,6 +126,58 @@ class RedisProcessQueueTest {
                 .isEqualTo(soonerAt.get(0));
     }
 
+    @Test
+    void aSlotTheDirectoryLostIsPutBackAtItsEarliestPollAndItsProcessIsPolledAgain() {
+        stored202("p-1");
+        awaitDue();
+        String tag = SlotTags.sameSlotAs(scope.hash());
+        String pending = RedisProcessQueue.pendingKey(scope.hash());
+        // The directory's write lost with its master (refused while it was down, or not replicated before a failover).
+        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        assertThat(pollOwn(queue)).as("nothing says where to look").isEmpty();
+
+        assertThat(queue.restoreLostSlots().block(WAIT)).isEqualTo(1);
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(score(pending, scope.hash()));
+        assertThat(pollOwn(queue)).extracting(DueProcess::processId).containsExactly("p-1");
+        assertThat(queue.restoreLostSlots().block(WAIT)).as("nothing lost any more").isZero();
+    }
+
+    @Test
+    void aSlotTheDirectoryLooksIntoTooLateIsBroughtForwardAndAnEarlierLookIsKept() {
+        stored202("p-1");
+        awaitDue();
+        String tag = SlotTags.sameSlotAs(scope.hash());
+        long due = score(RedisProcessQueue.pendingKey(scope.hash()), scope.hash());
+        // A 'sooner' lost: the directory still says the slot's previous, later look.
+        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow() + 3_600_000).block(WAIT);
+        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+
+        assertThat(queue.restoreLostSlots().block(WAIT)).as("not lacking, only late").isZero();
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(due);
+
+        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), due - 5_000).block(WAIT);
+        queue.restoreLostSlots().block(WAIT);
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).as("an earlier look is never pushed back")
+                .isEqualTo(due - 5_000);
+    }
+
+    @Test
+    void restoringReadsEverySlotOfTheQueueAndLeavesEmptyOnesOut() {
+        List<String> processes = List.of("p-1", "p-2", "p-3");
+        List<IdempotencyScope> scopes = new ArrayList<>();
+        for (String process : processes) {
+            IdempotencyScope other = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
+            stored202(other, process);
+            scopes.add(other);
+        }
+        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
+
+        int distinctSlots = (int) scopes.stream().map(s -> SlotTags.sameSlotAs(s.hash())).distinct().count();
+        assertThat(new RedisProcessQueue(bytes).restoreLostSlots().block(WAIT)).isEqualTo(distinctSlots);
+        assertThat(bytes.opsForZSet().size(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isEqualTo(distinctSlots);
+    }
+
     private List<DueProcess> pollOwn(RedisProcessQueue queue) {
         return pollOwn(queue, Duration.ofSeconds(60));
     }
@@ -150,6 +203,10 @@ class RedisProcessQueueTest {
     }
 
     private void stored202(String processId) {
+        stored202(scope, processId);
+    }
+
+    private void stored202(IdempotencyScope scope, String processId) {
         StoredResponse accepted = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
         store.complete(new Completion(scope, OwnerToken.random(), new Fingerprint("a".repeat(64)), "http://upstream",
