@@ -106,7 +106,8 @@ java -Xmx256m -jar "$backend_jar" --server.port="$BACKEND_PORT" --onboarding.wri
 other_pids+=($!)
 
 # ---- three gateway instances ----
-gateway_url() { echo "http://localhost:$((GATEWAY_BASE_PORT + $1))"; }
+# 127.0.0.1, not localhost: Gatling shuffles a name's addresses, and a refused ::1 would say nothing about the fleet.
+gateway_url() { echo "http://127.0.0.1:$((GATEWAY_BASE_PORT + $1))"; }
 management_url() { echo "http://localhost:$((MANAGEMENT_BASE_PORT + $1))"; }
 start_gateway() { # index
   java -Xmx"$GATEWAY_HEAP" -jar "$gateway_jar" --spring.profiles.active=cluster \
@@ -230,7 +231,7 @@ refusals=$(cat "$out"/gateway-*.log | { grep 'Idempotency store unavailable, ref
   | sort -n | uniq -c | awk '{printf "t+%ss: %s  ", $2, $1}')
 say "503 store unavailable by time (5 s buckets): ${refusals:-none}"
 say "gateway logs: $(cat "$out"/gateway-*.log | grep -c ' ERROR ' || true) ERROR lines, $(cat "$out"/gateway-*.log | grep -c ' WARN ' || true) WARN lines"
-say "failed requests (KO) by instance, from Gatling's debug log: $(grep -oE 'uri=http://[^/ ]+' "$out/gatling.log" | sort | uniq -c | paste -sd' ' - || true)"
+say "failed requests (KO) by instance, from Gatling's debug log: $(grep -oE '^(POST|PUT|GET) http://[^/ ]+' "$out/gatling.log" | sed 's/^[A-Z]* //' | sort | uniq -c | paste -sd' ' - || true)"
 say "Gatling report: $(grep -oE 'file://[^ ]*index\.html' "$out/gatling.log" | head -n 1)"
 echo "rolling-restart.sh: summary in $out/summary.txt"
 if [ "$gatling_status" -eq 0 ] && [ "$check_status" -eq 0 ]; then
