@@ -77,10 +77,13 @@ public final class RedisMonitor implements AutoCloseable {
             } else if (end != null && line.contains(end)) {
                 return commands;
             } else if (started && !line.contains("marker:")) {
-                // The fleet's process polling looks at its directory once per tick, whatever the requests do: not
-                // theirs, nor are the commands its script runs.
+                // The fleet's process polling looks at its directory once per tick, and now and then restores it
+                // from the slots, whatever the requests do: not theirs, nor are the commands its scripts run.
                 if (!line.contains(" lua]")) {
-                    inBackgroundScript = line.contains("\"" + RedisProcessQueue.DIRECTORY_KEY + "\" \"claim\"");
+                    inBackgroundScript = line.contains("\"" + RedisProcessQueue.DIRECTORY_KEY + "\" \"claim\"")
+                            || line.contains("\"" + RedisProcessQueue.DIRECTORY_KEY + "\" \"restore\"")
+                            || line.contains("\"processes\" \"idempotency:{\"")
+                            || line.contains(RedisProcessQueue.RESTORE_TURN_KEY);
                 }
                 if (!inBackgroundScript) {
                     commands.add(line);

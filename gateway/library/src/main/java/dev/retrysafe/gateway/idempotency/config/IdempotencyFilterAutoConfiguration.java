@@ -68,7 +68,7 @@ public class IdempotencyFilterAutoConfiguration {
         WebClient http = webClients.getIfAvailable(WebClient::builder).build();
         return new ProcessWatcher(store, Optional.ofNullable(queue.getIfAvailable()), http,
                 properties.processPoll().initialDelay(),
-                properties.processPoll().maxDelay());
+                properties.processPoll().maxDelay(), properties.processPoll().restoreInterval());
     }
 
     @Bean

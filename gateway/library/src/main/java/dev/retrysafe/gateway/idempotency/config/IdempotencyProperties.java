@@ -66,8 +66,14 @@ public record IdempotencyProperties(
         FORWARD
     }
 
-    /** How the gateway polls the status of a process that nobody asks about. */
-    public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay) {
+    /**
+     * How the gateway polls the status of a process that nobody asks about.
+     *
+     * @param restoreInterval how often the fleet (one instance a time) puts back in the queue's directory the slots a
+     *                        Redis failover made it lose
+     */
+    public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay,
+            @DefaultValue("60s") Duration restoreInterval) {
     }
 
     /**

@@ -17,6 +17,7 @@ import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationContextAware;
 import org.springframework.context.ApplicationListener;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.Disposable;
@@ -31,7 +32,7 @@ import reactor.core.publisher.Mono;
  * so a stopped or killed instance loses none.
  */
 public final class ProcessWatcher implements DisposableBean, ApplicationListener<ContextClosedEvent>,
-        ApplicationContextAware {
+        ApplicationContextAware, SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(ProcessWatcher.class);
     /** Polls claimed per slot of the queue and round. */
     static final int BATCH = 32;
@@ -44,10 +45,12 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     private final WebClient http;
     private final Duration tick;
     private final Duration maxDelay;
+    private final Duration restoreInterval;
     private final Map<String, TrackedRoute> routes = new ConcurrentHashMap<>();
     private final AtomicReference<Disposable> loop = new AtomicReference<>();
     private final AtomicInteger inFlight = new AtomicInteger();
     private volatile boolean closing;
+    private volatile boolean running = true;
     private ApplicationContext context;
 
     /**
@@ -56,11 +59,18 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
      */
     public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
             Duration maxDelay) {
+        this(store, queue, http, initialDelay, maxDelay, Duration.ofSeconds(60));
+    }
+
+    /** @param restoreInterval how often the fleet checks the queue's directory ({@link #restoreLostSlotsNow()}) */
+    public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
+            Duration maxDelay, Duration restoreInterval) {
         this.store = store;
         this.queue = queue;
         this.http = http;
         this.tick = initialDelay.compareTo(Duration.ofSeconds(1)) < 0 ? initialDelay : Duration.ofSeconds(1);
         this.maxDelay = maxDelay;
+        this.restoreInterval = restoreInterval;
     }
 
     /**
@@ -74,16 +84,47 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
                     + "reads through the gateway", routeId);
             return;
         }
-        if (!closing && loop.get() == null) {
-            long restoreEvery = Math.max(1, maxDelay.toMillis() / tick.toMillis());
-            Disposable started = Flux.interval(tick, tick)
-                    .onBackpressureDrop()
-                    .concatMap(t -> t % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow(), 1)
-                    .subscribe();
-            if (!loop.compareAndSet(null, started)) {
-                started.dispose();
-            }
+        startPolling();
+    }
+
+    private synchronized void startPolling() {
+        if (closing || !running || routes.isEmpty() || queue.isEmpty() || loop.get() != null) {
+            return;
         }
+        long restoreEvery = Math.max(1, restoreInterval.toMillis() / tick.toMillis());
+        loop.set(Flux.interval(tick, tick)
+                .onBackpressureDrop()
+                .concatMap(t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow(),
+                        1)
+                .subscribe());
+    }
+
+    private synchronized void stopPolling() {
+        Disposable current = loop.getAndSet(null);
+        if (current != null) {
+            current.dispose();
+        }
+    }
+
+    /**
+     * Running from construction, so a watcher used without a Spring context polls as soon as a route is tracked;
+     * the context stops it when it pauses (a cached test context: Redis is stopped then) and starts it again.
+     */
+    @Override
+    public void start() {
+        running = true;
+        startPolling();
+    }
+
+    @Override
+    public void stop() {
+        running = false;
+        stopPolling();
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
     }
 
     /**
@@ -121,14 +162,15 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     }
 
     /**
-     * Puts back in the queue's directory what a Redis failover lost of it: at this instance's first round, then once
-     * every {@code process-poll.max-delay}, so a process so orphaned is polled at most that late.
+     * Puts back in the queue's directory what a Redis failover lost of it, once every
+     * {@code process-poll.restore-interval} for the whole fleet (the instance whose turn it is does it), so a process
+     * so orphaned is polled at most that much later than its poll was due.
      */
     Mono<Integer> restoreLostSlotsNow() {
         if (closing || queue.isEmpty()) {
             return Mono.just(0);
         }
-        return queue.get().restoreLostSlots()
+        return queue.get().restoreLostSlots(restoreInterval)
                 .doOnNext(lost -> {
                     if (lost > 0) {
                         log.warn("{} slot(s) of the process queue holding pending processes were missing from its "
@@ -205,10 +247,7 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     @Override
     public void destroy() {
         closing = true;
-        Disposable current = loop.getAndSet(null);
-        if (current != null) {
-            current.dispose();
-        }
+        stop();
     }
 
     private record TrackedRoute(ProcessTracking tracking, Duration retention) {

@@ -24,9 +24,10 @@ public interface ProcessQueue {
      * Makes sure that every part of the queue holding processes will be looked into, whatever was lost on the way to
      * what says where to look (a write refused while a Redis master was down, or not yet replicated when it failed
      * over), so that no process waits for its record's retention instead of its poll. Emits how many parts had been
-     * lost. Called by each instance now and then; it reads the whole queue's index, not every record.
+     * lost. It reads the whole queue's index (not every record), so the fleet does it once per {@code interval}: the
+     * call of an instance that is not the first in the interval does nothing and emits 0.
      */
-    Mono<Integer> restoreLostSlots();
+    Mono<Integer> restoreLostSlots(Duration interval);
 
     /** A queued process, with what its record says about where to ask. */
     record DueProcess(String scopeHash, String routeId, String processId, String upstream) {

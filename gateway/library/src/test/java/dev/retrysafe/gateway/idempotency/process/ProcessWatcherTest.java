@@ -110,6 +110,49 @@ class ProcessWatcherTest {
     }
 
     @Test
+    void aPausedContextStopsItsShareAndStartingItAgainResumesIt() {
+        watcher.track("r", tracking, Duration.ofHours(24));
+        assertThat(watcher.isRunning()).isTrue();
+
+        // What Spring does to a cached test context it pauses: its Redis client is stopped too.
+        watcher.stop();
+        assertThat(watcher.isRunning()).isFalse();
+        assertThat(watcher.pollingShare()).isFalse();
+        watcher.track("r", tracking, Duration.ofHours(24));
+        assertThat(watcher.pollingShare()).as("not restarted by a route refresh while paused").isFalse();
+
+        watcher.start();
+        assertThat(watcher.pollingShare()).isTrue();
+        stored202(scope, "p-1");
+        awaitEnded(scope);
+    }
+
+    @Test
+    void theQueuesDirectoryIsRestoredOncePerRestoreIntervalNotEveryRound() {
+        watcher.destroy();
+        watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
+                Duration.ofMillis(20), Duration.ofMillis(50));
+        watcher.track("r", tracking, Duration.ofHours(24));
+
+        Flux.interval(Duration.ofMillis(5)).onBackpressureDrop().filter(t -> store.restoreCalls() >= 3).next()
+                .block(WAIT);
+        // Ten rounds of 5 ms per interval of 50 ms: one restore in ten rounds, whatever the machine's pace.
+        assertThat(store.pollDueCalls()).isGreaterThanOrEqualTo(store.restoreCalls() * 10 - 10);
+    }
+
+    @Test
+    void noRestoreBeforeTheFirstIntervalHasPassed() {
+        watcher.destroy();
+        watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
+                Duration.ofMillis(20), Duration.ofHours(1));
+        watcher.track("r", tracking, Duration.ofHours(24));
+
+        Flux.interval(Duration.ofMillis(5)).onBackpressureDrop().filter(t -> store.pollDueCalls() >= 20).next()
+                .block(WAIT);
+        assertThat(store.restoreCalls()).isZero();
+    }
+
+    @Test
     void aChildContextClosingStopsNothing() {
         GenericApplicationContext context = new GenericApplicationContext();
         GenericApplicationContext child = new GenericApplicationContext(context);

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import reactor.core.publisher.Flux;
@@ -61,6 +62,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     /** By scope hash, as the idempotency-processes:{tag} sorted sets: when the process's next poll is due. */
     private final Map<String, Long> pendingProcesses = new HashMap<>();
     private Duration firstProcessPoll = Duration.ofSeconds(1);
+    private final AtomicInteger restoreCalls = new AtomicInteger();
+    private final AtomicInteger pollDueCalls = new AtomicInteger();
     private Mono<Void> listening = Mono.empty();
 
     /** On the system clock. */
@@ -279,13 +282,24 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     /** As RedisProcessQueue, without slots: claims, polls and records one batch of due processes. */
     /** One map is the whole queue here: no separate directory that a failover could make lose a part. */
     @Override
-    public Mono<Integer> restoreLostSlots() {
+    public Mono<Integer> restoreLostSlots(Duration interval) {
+        restoreCalls.incrementAndGet();
         return Mono.just(0);
+    }
+
+    /** How often a watcher asked to restore the queue's directory, and to poll due processes. */
+    public int restoreCalls() {
+        return restoreCalls.get();
+    }
+
+    public int pollDueCalls() {
+        return pollDueCalls.get();
     }
 
     @Override
     public Mono<Integer> pollDue(int max, Duration claim, Duration maxDelay,
             Function<DueProcess, Mono<PollResult>> poll) {
+        pollDueCalls.incrementAndGet();
         return step(wakeUps -> {
             long now = clock.getAsLong();
             List<DueProcess> due = new ArrayList<>();

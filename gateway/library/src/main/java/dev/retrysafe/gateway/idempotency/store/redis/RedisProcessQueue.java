@@ -25,11 +25,13 @@ import reactor.core.publisher.Mono;
  * so that a gateway dying right after the store step has already said where to look; after: so that a look racing
  * the store step cannot drop the slot), set to the slot's earliest poll after each look, and the slot leaves it
  * when it is empty. Claims are leases: nothing is lost with the instance holding them. The directory's own writes
- * can be lost with a Redis master: {@link #restoreLostSlots()} rebuilds what it lacks from the slots.
+ * can be lost with a Redis master: {@link #restoreLostSlots(Duration)} rebuilds what it lacks from the slots.
  */
 public final class RedisProcessQueue implements ProcessQueue {
     public static final String DIRECTORY_KEY = "idempotency-process-slots";
     public static final String PENDING_PREFIX = "idempotency-processes:";
+    /** Held for the restore interval by the instance whose turn it is to restore the directory. */
+    public static final String RESTORE_TURN_KEY = "idempotency-process-slots:restore-turn";
     private static final int SLOTS_PER_CLAIM = 64;
     private static final List<String> RECORD_FIELDS = List.of("route", "upstream", "process_id", "process_state");
 
@@ -88,7 +90,13 @@ public final class RedisProcessQueue implements ProcessQueue {
      * poll, or brought forward to it.
      */
     @Override
-    public Mono<Integer> restoreLostSlots() {
+    public Mono<Integer> restoreLostSlots(Duration interval) {
+        return redis.opsForValue().setIfAbsent(RESTORE_TURN_KEY, bytes("1"), interval)
+                .flatMap(myTurn -> myTurn ? restoreLostSlotsNow() : Mono.just(0));
+    }
+
+    /** The restore itself, whoever's turn it is. */
+    Mono<Integer> restoreLostSlotsNow() {
         return index.processSlots()
                 .buffer(SLOTS_PER_RESTORE)
                 .concatMap(slots -> {

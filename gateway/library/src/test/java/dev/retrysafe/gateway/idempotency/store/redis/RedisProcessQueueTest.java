@@ -137,10 +137,29 @@ class RedisProcessQueueTest {
         RedisProcessQueue queue = new RedisProcessQueue(bytes);
         assertThat(pollOwn(queue)).as("nothing says where to look").isEmpty();
 
-        assertThat(queue.restoreLostSlots().block(WAIT)).isEqualTo(1);
+        assertThat(queue.restoreLostSlotsNow().block(WAIT)).isEqualTo(1);
         assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(score(pending, scope.hash()));
         assertThat(pollOwn(queue)).extracting(DueProcess::processId).containsExactly("p-1");
-        assertThat(queue.restoreLostSlots().block(WAIT)).as("nothing lost any more").isZero();
+        assertThat(queue.restoreLostSlotsNow().block(WAIT)).as("nothing lost any more").isZero();
+    }
+
+    @Test
+    void theFleetRestoresOncePerIntervalWhicheverInstanceTakesTheTurn() {
+        stored202("p-1");
+        RedisProcessQueue one = new RedisProcessQueue(bytes);
+        RedisProcessQueue another = new RedisProcessQueue(bytes);
+        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
+
+        assertThat(one.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).as("its turn").isEqualTo(1);
+        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
+        assertThat(another.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).as("not its turn").isZero();
+        assertThat(bytes.hasKey(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isFalse();
+        assertThat(bytes.getExpire(RedisProcessQueue.RESTORE_TURN_KEY).block(WAIT))
+                .isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
+
+        // The turn lapses with the interval (here: ended by hand), then the next instance to ask takes it.
+        bytes.delete(RedisProcessQueue.RESTORE_TURN_KEY).block(WAIT);
+        assertThat(another.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).isEqualTo(1);
     }
 
     @Test
@@ -153,11 +172,11 @@ class RedisProcessQueueTest {
         bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow() + 3_600_000).block(WAIT);
         RedisProcessQueue queue = new RedisProcessQueue(bytes);
 
-        assertThat(queue.restoreLostSlots().block(WAIT)).as("not lacking, only late").isZero();
+        assertThat(queue.restoreLostSlotsNow().block(WAIT)).as("not lacking, only late").isZero();
         assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(due);
 
         bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), due - 5_000).block(WAIT);
-        queue.restoreLostSlots().block(WAIT);
+        queue.restoreLostSlotsNow().block(WAIT);
         assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).as("an earlier look is never pushed back")
                 .isEqualTo(due - 5_000);
     }
@@ -174,7 +193,7 @@ class RedisProcessQueueTest {
         bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
 
         int distinctSlots = (int) scopes.stream().map(s -> SlotTags.sameSlotAs(s.hash())).distinct().count();
-        assertThat(new RedisProcessQueue(bytes).restoreLostSlots().block(WAIT)).isEqualTo(distinctSlots);
+        assertThat(new RedisProcessQueue(bytes).restoreLostSlotsNow().block(WAIT)).isEqualTo(distinctSlots);
         assertThat(bytes.opsForZSet().size(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isEqualTo(distinctSlots);
     }
 
