@@ -82,8 +82,10 @@ public final class IdempotencyEvents implements ProcessEndEvents {
     }
 
     public void storeLost(IdempotencyScope scope, int status, Throwable error) {
-        log.error("LOST: response (status {}) for scope {} could not be stored after retries: {}. The record stays "
-                + "in flight until its lease lapses, then becomes UNCERTAIN.", status, scope.hash(), error.toString());
+        // Not "not stored": the last attempt may have run and only its answer be missing (a failover under way).
+        log.error("LOST: response (status {}) for scope {}: no attempt to store it was confirmed ({}). If none ran, "
+                + "the record stays in flight until its lease lapses, then becomes UNCERTAIN.", status, scope.hash(),
+                error.toString());
         increment("store-lost", scope);
     }
 

@@ -91,7 +91,9 @@ public final class RedisProcessQueue implements ProcessQueue {
      */
     @Override
     public Mono<Integer> restoreLostSlots(Duration interval) {
-        return redis.opsForValue().setIfAbsent(RESTORE_TURN_KEY, bytes("1"), interval)
+        // Held a little less than the interval: the instance that took the turn finds it free when it asks again one
+        // interval later, so the fleet restores about once per interval, never twice.
+        return redis.opsForValue().setIfAbsent(RESTORE_TURN_KEY, bytes("1"), interval.minus(interval.dividedBy(10)))
                 .flatMap(myTurn -> myTurn ? restoreLostSlotsNow() : Mono.just(0));
     }
 
