@@ -301,22 +301,62 @@ class FaultToleranceIntegrationTest {
     }
 
     @Test
-    void aStoreThatFinallyFailsIsLoggedAndCounted() {
+    void aStoreThatFinallyFailsIsLoggedAndCountedAndTheClientStillGetsTheUpstreamsAnswer() {
         String key = newKey();
         wiremock.stubFor(post(urlEqualTo("/wm/lost")).willReturn(aResponse().withStatus(202)
                 .withBody("answered while Redis was down").withFixedDelay(300)));
         double lostBefore = events.count("store-lost");
-        WebClientHolder.post(port, "/wm/lost", key).subscribe();
+        Mono<Integer> answer = WebClientHolder.post(port, "/wm/lost", key).cache();
+        answer.subscribe();
         awaitUpstream("/wm/lost");
         redisServer.stop();
         try {
             // The store is retried with back-off for a few seconds, then given up: logged and counted.
             Flux.interval(Duration.ofMillis(100)).onBackpressureDrop().map(t -> events.count("store-lost"))
                     .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(30));
+            // The upstream acted: its client hears so, even though the gateway could not keep the answer.
+            assertThat(answer.block(Duration.ofSeconds(10))).isEqualTo(202);
         } finally {
             redisServer.start();
         }
         assertThat(events.count("store-lost")).isGreaterThan(lostBefore);
+    }
+
+    /**
+     * Redis up but not running writes (CLIENT PAUSE WRITE: every store attempt times out, then runs once Redis
+     * resumes): the store is given up, and the client still gets the upstream's answer.
+     */
+    @Test
+    void aStoreThatTimesOutUntilGivenUpStillAnswersTheClient() throws IOException {
+        String key = newKey();
+        wiremock.stubFor(post(urlEqualTo("/wm/slow-store")).willReturn(aResponse().withStatus(202)
+                .withBody("answered while Redis was paused").withFixedDelay(300)));
+        double lostBefore = events.count("store-lost");
+        Mono<Integer> answer = WebClientHolder.post(port, "/wm/slow-store", key).cache();
+        answer.subscribe();
+        awaitUpstream("/wm/slow-store");
+        redisCommand("CLIENT", "PAUSE", "30000", "WRITE");
+        try {
+            Flux.interval(Duration.ofMillis(100)).onBackpressureDrop().map(t -> events.count("store-lost"))
+                    .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(40));
+            assertThat(answer.block(Duration.ofSeconds(10))).isEqualTo(202);
+        } finally {
+            redisCommand("CLIENT", "UNPAUSE");
+        }
+    }
+
+    /** One command to the test's Redis on a connection of its own (RESP, reply read and ignored). */
+    private void redisCommand(String... args) throws IOException {
+        StringBuilder command = new StringBuilder("*" + args.length + "\r\n");
+        for (String arg : args) {
+            command.append('$').append(arg.length()).append("\r\n").append(arg).append("\r\n");
+        }
+        try (Socket socket = new Socket("127.0.0.1", redisServer.port())) {
+            socket.setSoTimeout(5_000);
+            socket.getOutputStream().write(command.toString().getBytes(StandardCharsets.US_ASCII));
+            socket.getOutputStream().flush();
+            socket.getInputStream().read(new byte[64]);
+        }
     }
 
     /**

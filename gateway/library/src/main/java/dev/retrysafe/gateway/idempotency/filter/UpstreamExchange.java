@@ -287,14 +287,27 @@ final class UpstreamExchange {
                 .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
                 .doOnNext(result -> events.stored(scope, status, result))
                 .flatMap(result -> result != CompletionResult.NOT_OWNER && unfinishedProcess.isPresent()
-                        ? processes.watch(scope, unfinishedProcess.get(), tracking.get(), upstream,
-                                policy.retention()).thenReturn(result)
+                        ? linkProcess(unfinishedProcess.get(), tracking.get()).thenReturn(result)
                         : Mono.just(result))
                 .onErrorResume(e -> {
                     events.storeLost(scope, status, e);
                     return Mono.just(CompletionResult.NOT_OWNER);
                 })
                 .then();
+    }
+
+    /**
+     * Bounded like every store call: the client's answer waits for the exchange to be settled, and a link that
+     * never came back held it for good. Without the link the process's end is still seen by polling.
+     */
+    private Mono<Void> linkProcess(String processId, ProcessTracking tracking) {
+        return processes.watch(scope, processId, tracking, upstream, policy.retention())
+                .timeout(policy.storeTimeout())
+                .onErrorResume(e -> {
+                    log.warn("Process {} of scope {} could not be linked to its record ({}): its end is seen by "
+                            + "polling, not by a status read", processId, scope.hash(), e.toString());
+                    return Mono.empty();
+                });
     }
 
     private Mono<Void> markUncertain(String reason) {

@@ -346,6 +346,21 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
+    void aProcessLinkThatNeverComesBackDoesNotHoldTheClientsAnswer() {
+        // The link is the last store call before the client's answer completes: bounded by store-timeout like the
+        // others, or one Redis reply that never came held the answer for good.
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setProcessStatusUri("/processes/{processId}");
+        GatewayFilter filter = factory(defaults(false), new LinkNeverAnswers(store)).apply(config);
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(body(exchange)).isEqualTo(ACCEPTED);
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    @Test
     void withTheStoreUnavailableARouteThatSaysSoForwardsUnprotected() {
         GatewayFilter filter = factory(defaults(true), new ReserveFails(store)).apply(
                 new IdempotencyGatewayFilterFactory.Config());
@@ -537,9 +552,26 @@ class IdempotencyGatewayFilterTest {
         }
     }
 
+    /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
+    static final class LinkNeverAnswers extends ReserveFails {
+        LinkNeverAnswers(IdempotencyStore delegate) {
+            super(delegate);
+        }
+
+        @Override
+        public Mono<Reservation> reserve(ReservationRequest request) {
+            return delegate.reserve(request);
+        }
+
+        @Override
+        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+            return Mono.never();
+        }
+    }
+
     /** The in-memory store with Redis away: every reservation fails. */
-    static final class ReserveFails implements IdempotencyStore {
-        private final IdempotencyStore delegate;
+    static class ReserveFails implements IdempotencyStore {
+        final IdempotencyStore delegate;
 
         ReserveFails(IdempotencyStore delegate) {
             this.delegate = delegate;
