@@ -302,24 +302,8 @@ class FaultToleranceIntegrationTest {
 
     @Test
     void aStoreThatFinallyFailsIsLoggedAndCountedAndTheClientStillGetsTheUpstreamsAnswer() {
-        String key = newKey();
-        wiremock.stubFor(post(urlEqualTo("/wm/lost")).willReturn(aResponse().withStatus(202)
-                .withBody("answered while Redis was down").withFixedDelay(300)));
-        double lostBefore = events.count("store-lost");
-        Mono<Integer> answer = WebClientHolder.post(port, "/wm/lost", key).cache();
-        answer.subscribe();
-        awaitUpstream("/wm/lost");
-        redisServer.stop();
-        try {
-            // The store is retried with back-off for a few seconds, then given up: logged and counted.
-            Flux.interval(Duration.ofMillis(100)).onBackpressureDrop().map(t -> events.count("store-lost"))
-                    .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(30));
-            // The upstream acted: its client hears so, even though the gateway could not keep the answer.
-            assertThat(answer.block(Duration.ofSeconds(10))).isEqualTo(202);
-        } finally {
-            redisServer.start();
-        }
-        assertThat(events.count("store-lost")).isGreaterThan(lostBefore);
+        // The store is retried with back-off for a few seconds, then given up: logged and counted.
+        aStoreGivenUpStillAnswersTheClient("/wm/lost", redisServer::stop, redisServer::start);
     }
 
     /**
@@ -327,26 +311,32 @@ class FaultToleranceIntegrationTest {
      * resumes): the store is given up, and the client still gets the upstream's answer.
      */
     @Test
-    void aStoreThatTimesOutUntilGivenUpStillAnswersTheClient() throws IOException {
-        String key = newKey();
-        wiremock.stubFor(post(urlEqualTo("/wm/slow-store")).willReturn(aResponse().withStatus(202)
-                .withBody("answered while Redis was paused").withFixedDelay(300)));
+    void aStoreThatTimesOutUntilGivenUpStillAnswersTheClient() {
+        aStoreGivenUpStillAnswersTheClient("/wm/slow-store", () -> redisCommand("CLIENT", "PAUSE", "30000", "WRITE"),
+                () -> redisCommand("CLIENT", "UNPAUSE"));
+    }
+
+    /** The upstream acted: its client hears so, even though the gateway could not keep the answer. */
+    private void aStoreGivenUpStillAnswersTheClient(String path, Runnable fault, Runnable repair) {
+        wiremock.stubFor(post(urlEqualTo(path)).willReturn(aResponse().withStatus(202)
+                .withBody("answered while Redis was away").withFixedDelay(300)));
         double lostBefore = events.count("store-lost");
-        Mono<Integer> answer = WebClientHolder.post(port, "/wm/slow-store", key).cache();
+        Mono<Integer> answer = WebClientHolder.post(port, path, newKey()).cache();
         answer.subscribe();
-        awaitUpstream("/wm/slow-store");
-        redisCommand("CLIENT", "PAUSE", "30000", "WRITE");
+        awaitUpstream(path);
+        fault.run();
         try {
             Flux.interval(Duration.ofMillis(100)).onBackpressureDrop().map(t -> events.count("store-lost"))
                     .filter(count -> count > lostBefore).next().block(Duration.ofSeconds(40));
             assertThat(answer.block(Duration.ofSeconds(10))).isEqualTo(202);
         } finally {
-            redisCommand("CLIENT", "UNPAUSE");
+            repair.run();
         }
+        assertThat(events.count("store-lost")).isGreaterThan(lostBefore);
     }
 
     /** One command to the test's Redis on a connection of its own (RESP, reply read and ignored). */
-    private void redisCommand(String... args) throws IOException {
+    private void redisCommand(String... args) {
         StringBuilder command = new StringBuilder("*" + args.length + "\r\n");
         for (String arg : args) {
             command.append('$').append(arg.length()).append("\r\n").append(arg).append("\r\n");
@@ -356,6 +346,8 @@ class FaultToleranceIntegrationTest {
             socket.getOutputStream().write(command.toString().getBytes(StandardCharsets.US_ASCII));
             socket.getOutputStream().flush();
             socket.getInputStream().read(new byte[64]);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
