@@ -72,6 +72,7 @@ abstract class ObservabilityTestBase {
 
     WebTestClient gateway;
     WebTestClient management;
+    /** Read under its own lock: the appender adds to its list while holding it (AppenderBase.doAppend). */
     final ListAppender<ILoggingEvent> lines = new ListAppender<>();
 
     @DynamicPropertySource
@@ -130,7 +131,7 @@ abstract class ObservabilityTestBase {
     List<Map<String, String>> linesOf(String tenant, int n) {
         String hash = tenantHash(tenant);
         Supplier<List<Map<String, String>>> found = () -> {
-            synchronized (lines.list) {
+            synchronized (lines) {
                 return List.copyOf(lines.list).stream().map(ILoggingEvent::getFormattedMessage)
                         .map(ObservabilityTestBase::fields).filter(f -> hash.equals(f.get("tenant"))).toList();
             }

@@ -61,7 +61,7 @@ class RequestLogLineIntegrationTest extends ObservabilityTestBase {
         assertThat(byOutcome.get("invalid-key")).containsEntry("status", "422").containsEntry("scope", "-");
 
         List<String> everything;
-        synchronized (lines.list) {
+        synchronized (lines) {
             everything = lines.list.stream().map(event -> event.getFormattedMessage() + " "
                     + event.getKeyValuePairs()).toList();
         }
@@ -77,7 +77,7 @@ class RequestLogLineIntegrationTest extends ObservabilityTestBase {
         send("/orders/kv", tenant, newKey(), "a").expectStatus().isEqualTo(202);
         linesOf(tenant, 1);
         ILoggingEvent event;
-        synchronized (lines.list) {
+        synchronized (lines) {
             event = lines.list.stream().filter(e -> e.getFormattedMessage().contains(tenantHash(tenant)))
                     .findFirst().orElseThrow();
         }
