@@ -26,6 +26,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.support.Gateways;
+import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,13 +42,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 import org.springframework.http.ResponseEntity;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -78,12 +76,8 @@ class RedisClusterIntegrationTest {
         upstream.start();
         gateway = Gateways.start("http://127.0.0.1:" + upstream.port(),
                 Map.of("spring.data.redis.cluster.nodes", cluster.nodes()));
-        connections = new LettuceConnectionFactory(new RedisClusterConfiguration(List.of(cluster.nodes().split(","))));
-        connections.afterPropertiesSet();
-        connections.start();
-        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
-                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        connections = cluster.connect();
+        bytes = BytesTemplate.of(connections);
     }
 
     @AfterAll

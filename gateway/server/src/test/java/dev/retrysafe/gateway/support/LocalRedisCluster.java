@@ -13,6 +13,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.springframework.data.redis.connection.RedisClusterConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
  * A real Redis Cluster of three masters, started from the {@code redis-server} and {@code redis-cli} on the PATH
@@ -74,6 +76,15 @@ public final class LocalRedisCluster implements AutoCloseable {
 
     public List<Integer> ports() {
         return ports;
+    }
+
+    /** A started Lettuce connection factory on this cluster; the caller destroys it. */
+    public LettuceConnectionFactory connect() {
+        LettuceConnectionFactory connections = new LettuceConnectionFactory(
+                new RedisClusterConfiguration(List.of(nodes().split(","))));
+        connections.afterPropertiesSet();
+        connections.start();
+        return connections;
     }
 
     /** Runs a redis-cli command against one node (no redirects followed) and returns its output. */

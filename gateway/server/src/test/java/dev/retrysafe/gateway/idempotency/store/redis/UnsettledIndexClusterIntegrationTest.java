@@ -12,6 +12,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.UnsettledIndex.Member;
 import dev.retrysafe.gateway.idempotency.store.redis.UnsettledIndex.Reads;
+import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
@@ -30,11 +31,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 
 /**
  * The record counts' index read by master on a real three-master Redis Cluster (Redis 7+): a count or list costs a
@@ -73,12 +71,8 @@ class UnsettledIndexClusterIntegrationTest {
         for (int port : cluster.ports()) {
             LocalRedisCluster.cli(port, "flushall");
         }
-        connections = new LettuceConnectionFactory(new RedisClusterConfiguration(List.of(cluster.nodes().split(","))));
-        connections.afterPropertiesSet();
-        connections.start();
-        bytes = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
-                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        connections = cluster.connect();
+        bytes = BytesTemplate.of(connections);
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
