@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The store contract on the in-memory store, its clock moved by hand; plus what only a hand-moved clock can pin
- * down: the exact edges of deadlines, and the release note's minute.
+ * down: the exact edges of deadlines, the released owners' minute, and what only a look at a record shows.
  */
 class InMemoryIdempotencyStoreContractTest extends IdempotencyStoreContract {
     private final MutableClock clock = new MutableClock(Instant.parse("2026-01-15T10:00:00Z"));

@@ -33,7 +33,7 @@ import reactor.core.publisher.Mono;
  * step on the Redis server; nothing happens before the returned Mono is subscribed, as with Redis.
  * <p>
  * Time is read from an injected clock (the Redis store reads the Redis server's TIME): leases lapse and records,
- * release notes and process links expire when that clock passes their deadline, never by themselves, so a test
+ * released owners and process links expire when that clock passes their deadline, never by themselves, so a test
  * moves a {@link MutableClock} instead of sleeping. Deadlines are exclusive, as in Redis: a lease lapses once the
  * clock is past {@code lease_until}, a record expires once the clock is past its expiry.
  * <p>
