@@ -1,7 +1,9 @@
 -- Store the final response, only for the owner of the reservation, and wake up waiters.
 -- The owner may complete an IN_FLIGHT record or one that became UNCERTAIN while it still waited for the
 -- upstream: the real answer settles the doubt. A record that vanished (Redis restarted without persistence)
--- is written anew: nobody else can own a record that does not exist.
+-- is written anew: nobody else can own a record that does not exist. Unless the owner was released from the scope
+-- (see idempotency_release.lua): a record an operator freed while its owner still waited for the upstream did not
+-- vanish, the next retry is to be forwarded afresh, so the owner's late result is refused (fenced), never written.
 -- The owner token stays on the completed record: a retried call whose first attempt did land (its answer was late)
 -- recognises its own write and is told so, instead of being taken for a stranger.
 -- When the response names an unfinished process, its first status poll is queued in the same step, in the pending
@@ -9,13 +11,15 @@
 -- may die at any moment after this script.
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot (sorted set: scope hash by next poll time)
 -- KEYS[3] IN_FLIGHT index   KEYS[4] UNCERTAIN index of the record's slot: a settled record leaves them
+-- KEYS[5] the owners released from the scope (hash: owner token -> how)
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
 -- ARGV[8] '1' to SPUBLISH the wake-up
 -- ARGV[9] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
 -- ARGV[10] first status poll delay in ms
--- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store.
+-- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store,
+-- -1 fenced: an operator released the record from this owner, nothing written.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'fingerprint', 'status')
@@ -27,6 +31,10 @@ if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerp
   -- (replica-acks) waits for the first attempt's write too.
   redis.call('HSET', KEYS[1], 'owner', ARGV[1])
   return 3
+end
+local released = redis.call('HGET', KEYS[5], ARGV[1])
+if released then
+  return released == 'operator' and -1 or 0
 end
 if not current[1] then
   redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,

@@ -2,7 +2,7 @@
 -- first write (reserved), replay (the stored response comes back), mismatch, in flight, uncertain.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index of the record's slot   KEYS[3] UNCERTAIN index of the record's slot
 -- (sorted sets of scope hashes by when they entered the state: counts and the operator's queue read them, never a
--- SCAN of every record)
+-- SCAN of every record)   KEYS[4] the owners released from the scope (hash: owner token -> how; see release.lua)
 -- ARGV[1] request fingerprint   ARGV[2] owner token    ARGV[3] lease in ms
 -- ARGV[4] '1' when the caller will wait for an in-flight record
 -- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
@@ -10,10 +10,16 @@
 -- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
 -- ARGV[10] wake-up channel      ARGV[11] scope hash (the wake-up message)   ARGV[12] '1' to SPUBLISH it
 -- ARGV[13] request method       ARGV[14] request path (raw, no query): for operators reconciling the record
+-- Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
+-- after a reconnect, or overtaken by the release on another connection), and it must not bind the key to an owner
+-- nobody holds.
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
+if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
+  return {'FENCED'}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters')
+local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner')
 local state = current[1]
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
@@ -28,6 +34,13 @@ end
 if current[2] ~= ARGV[1] then
   -- another payload: the stored response is never sent back for it
   return {state, current[2]}
+end
+if state == 'IN_FLIGHT' and current[5] == ARGV[2] then
+  -- This request's own reservation: its reserve re-sent after a connection reset, the first attempt having landed.
+  -- Still its own, not yet forwarded: reserved again with a fresh lease, and no waiter counted (it would wait on
+  -- itself).
+  redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[3]))
+  return {'RESERVED'}
 end
 if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
   -- Nobody renewed the lease: the gateway instance that held it is gone. What the upstream did is unknown.

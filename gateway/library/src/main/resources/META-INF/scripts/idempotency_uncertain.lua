@@ -3,12 +3,21 @@
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
 -- ARGV[6] '1' to SPUBLISH the wake-up
+-- The owner's own record that turned UNCERTAIN because its lease lapsed (a reserve found it unrenewed while the owner
+-- still waited for the upstream) is marked too: the owner knows the true reason, the lapse only guessed one. Its
+-- uncertain_at stays, it has been uncertain since then.
 -- Returns 1 marked, 2 already marked by this owner for this reason (a retry whose first attempt landed),
 -- 0 not this owner's to mark.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason')
--- The reason tells the owner's own mark from a lapse of its lease, which also leaves the record UNCERTAIN.
+local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason', 'lease_until')
+if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[5] then
+  -- A lapse keeps lease_until, a mark removes it: this is the owner's first word on its lapsed record.
+  redis.call('HSET', KEYS[1], 'uncertain_reason', ARGV[2])
+  redis.call('HDEL', KEYS[1], 'lease_until')
+  return 1
+end
+-- The reason tells a retry of the owner's own mark from another mark.
 if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[4] == ARGV[2] then
   return 2
 end

@@ -199,7 +199,7 @@ class RedisClusterIntegrationTest {
         upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants/cluster-parallel")));
     }
 
-    /** Releasing writes the record and its release note in one script: one hash tag, one slot, no CROSSSLOT. */
+    /** Releasing writes the record and the released owners in one script: one hash tag, one slot, no CROSSSLOT. */
     @Test
     void aReleasedReservationIsFreedInClusterMode() {
         String key = UUID.randomUUID().toString();

@@ -10,19 +10,32 @@ import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * An upstream on a real socket that answers every request 202 without looking at its headers or body. WireMock
  * parses what it receives (a malformed charset makes it answer 500 itself), which would hide whether a 5xx came
- * from the gateway; this one only frames requests (Content-Length or chunked) and counts them.
+ * from the gateway; this one only frames requests (Content-Length or chunked) and counts them. A test may
+ * {@link #holdAnswers() hold} its answers: requests are counted on arrival, answered once the test lets go.
  */
 public final class AcceptingUpstream extends SocketUpstream {
     private final AtomicInteger requests = new AtomicInteger();
     private final Map<String, Integer> receivedKeys = new ConcurrentHashMap<>();
+    private volatile CountDownLatch answers = new CountDownLatch(0);
 
     public AcceptingUpstream() {
         super("accepting-upstream");
+    }
+
+    /**
+     * From now on every request is received and counted but not answered until the returned action runs (it lets
+     * every held request go at once, and later ones through).
+     */
+    public Runnable holdAnswers() {
+        CountDownLatch held = new CountDownLatch(1);
+        answers = held;
+        return held::countDown;
     }
 
     public int requests() {
@@ -54,8 +67,9 @@ public final class AcceptingUpstream extends SocketUpstream {
                     receivedKeys.merge(head.substring(keyAt + 18, head.indexOf("\r\n", keyAt + 2)).trim(), 1,
                             Integer::sum);
                 }
-                byte[] body = ("{\"processId\":\"p-" + requests.incrementAndGet() + "\"}")
-                        .getBytes(StandardCharsets.US_ASCII);
+                int request = requests.incrementAndGet();
+                awaitAnswer();
+                byte[] body = ("{\"processId\":\"p-" + request + "\"}").getBytes(StandardCharsets.US_ASCII);
                 out.write(("HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: "
                         + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
                 out.write(body);
@@ -63,6 +77,15 @@ public final class AcceptingUpstream extends SocketUpstream {
             }
         } catch (IOException gone) {
             // the gateway closed the connection
+        }
+    }
+
+    private void awaitAnswer() throws IOException {
+        try {
+            answers.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while holding the answer", e);
         }
     }
 

@@ -88,7 +88,8 @@ public class IdempotencyStoreAutoConfiguration {
             IdempotencyProperties properties, EncryptionKeys encryption) {
         return new RedisIdempotencyStore(bytesTemplate(connectionFactory), wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
-                replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay());
+                replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
     }
 
     /** The fleet's pending processes, beside the Redis store that queues them with each 202. */

@@ -68,6 +68,11 @@ final class ReservationLoop {
     }
 
     private Mono<Answer> answer(Reservation reservation) {
+        if (reservation instanceof Reservation.Fenced) {
+            // This request's own reservation was released (an operator freed it): refused as if the store could not
+            // be asked, and never forwarded, whatever store-unavailable says. The client's retry starts afresh.
+            return refuse(RequestOutcome.STORE_UNAVAILABLE, GatewayError.storeUnavailable(policy.retryAfter()));
+        }
         if (!(reservation instanceof Reservation.Taken taken)) {
             return Mono.just(new Answer.Forward());
         }

@@ -286,7 +286,7 @@ final class UpstreamExchange {
                 .timeout(policy.storeTimeout())
                 .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
                 .doOnNext(result -> events.stored(scope, status, result))
-                .flatMap(result -> result != CompletionResult.NOT_OWNER && unfinishedProcess.isPresent()
+                .flatMap(result -> result.stored() && unfinishedProcess.isPresent()
                         ? linkProcess(unfinishedProcess.get(), tracking.get()).thenReturn(result)
                         : Mono.just(result))
                 .onErrorResume(e -> {

@@ -46,6 +46,12 @@ public final class IdempotencyEvents implements ProcessEndEvents {
             }
             case ALREADY_STORED -> retryConfirmed(scope, "status " + status + " stored");
             case NOT_OWNER -> notOwner(scope, "Response (status " + status + ") not stored");
+            case FENCED -> {
+                log.warn("Response (status {}) for scope {} not stored: an operator released the record while this "
+                        + "gateway still forwarded the request, so its result was not stored; the client's retry is "
+                        + "forwarded as a fresh request", status, scope.hash());
+                increment("store-fenced", scope);
+            }
         }
     }
 

@@ -43,7 +43,7 @@ public final class MeteredIdempotencyStore implements IdempotencyStore {
     public Mono<CompletionResult> complete(Completion completion) {
         return timed("complete", completion.scope(), store.complete(completion))
                 .doOnNext(result -> {
-                    if (result != CompletionResult.NOT_OWNER) {
+                    if (result.stored()) {
                         metrics.stored(completion.scope().routeId(), size(completion.response()));
                     }
                 });

@@ -14,20 +14,30 @@ public interface IdempotencyStore {
 
     /**
      * Reserves the scope for the request's owner, or returns the record already there. The stored response is only
-     * returned when the fingerprints match. An in-flight record whose lease lapsed turns UNCERTAIN here.
+     * returned when the fingerprints match. An in-flight record whose lease lapsed turns UNCERTAIN here. The owner's
+     * own in-flight record (its reserve sent twice, after a reconnect) is reserved again.
      */
     Mono<Reservation> reserve(ReservationRequest request);
 
     /** Extends the owner's lease while its upstream exchange lasts; emits whether the owner still holds it. */
     Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease);
 
-    /** Stores the final response if the owner still holds the reservation (or the record vanished). */
+    /**
+     * Stores the final response if the owner still holds the reservation (or the record vanished, unless an operator
+     * released it).
+     */
     Mono<CompletionResult> complete(Completion completion);
 
-    /** Frees the reservation if the owner still holds it; emits what it did. */
+    /**
+     * Frees the reservation if the owner still holds it; emits what it did. Either way the owner cannot reserve the
+     * scope afterwards: a reserve of its that lands late is {@link Reservation.Fenced}.
+     */
     Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner);
 
-    /** Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer. Emits what it did. */
+    /**
+     * Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer; or gives the true reason on the
+     * owner's record that turned UNCERTAIN when its lease lapsed. Emits what it did.
+     */
     Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
 
     /** Remembers which record a process id belongs to, so that its end can be recorded from anywhere. */
@@ -59,7 +69,17 @@ public interface IdempotencyStore {
          */
         ALREADY_STORED,
         /** Someone else owns the record, or it is already settled: nothing written. */
-        NOT_OWNER
+        NOT_OWNER,
+        /**
+         * An operator released the record while this owner still forwarded the request: its result is not written,
+         * neither over the next request's record nor as a record anew. The client's retry is a fresh request.
+         */
+        FENCED;
+
+        /** Whether the response is in the store now (written by this call, or by its first attempt). */
+        public boolean stored() {
+            return this != NOT_OWNER && this != FENCED;
+        }
     }
 
     /** What {@link #release} or {@link #markUncertain} did. */

@@ -375,6 +375,22 @@ class IdempotencyGatewayFilterTest {
         assertThat(events.count("forwarded-unprotected")).isEqualTo(1);
     }
 
+    @Test
+    void aRequestWhoseOwnReservationWasReleasedBeforeItLandedIsRefusedNeverForwarded() {
+        // The release reaches the store before the reserve (a reserve re-sent after a reconnect): even a route that
+        // forwards while the store is unavailable must not send it.
+        GatewayFilter filter = factory(defaults(true), new ReleasedBeforeReserved(store)).apply(
+                new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(exchange.getResponse().getHeaders().getFirst("Retry-After")).isNotNull();
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).as("no record nobody holds").isZero();
+        assertThat(events.count("forwarded-unprotected")).isZero();
+    }
+
     // ---- answers that are no result
 
     @Test
@@ -566,6 +582,18 @@ class IdempotencyGatewayFilterTest {
         @Override
         public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
             return Mono.never();
+        }
+    }
+
+    /** The in-memory store where each request's release lands before its reserve. */
+    static final class ReleasedBeforeReserved extends ReserveFails {
+        ReleasedBeforeReserved(IdempotencyStore delegate) {
+            super(delegate);
+        }
+
+        @Override
+        public Mono<Reservation> reserve(ReservationRequest request) {
+            return delegate.release(request.scope(), request.owner()).then(delegate.reserve(request));
         }
     }
 

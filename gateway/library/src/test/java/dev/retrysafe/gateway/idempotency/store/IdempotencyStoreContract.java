@@ -72,6 +72,12 @@ public abstract class IdempotencyStoreContract {
      */
     protected abstract void deliverWakeUps();
 
+    /**
+     * An operator frees the scope's IN_FLIGHT or UNCERTAIN record, as the operator endpoint does; returns the state it
+     * was in, or {@code ABSENT}.
+     */
+    protected abstract String releaseByOperator(IdempotencyScope scope);
+
     // ---- reserve
 
     @Test
@@ -81,6 +87,20 @@ public abstract class IdempotencyStoreContract {
 
         IdempotencyRecord seen = taken(reserve(FP, OwnerToken.random()));
         assertThat(seen).isEqualTo(new IdempotencyRecord(RecordState.IN_FLIGHT, FP, Optional.empty(), false));
+    }
+
+    @Test
+    void aReserveSentAgainThatFindsItsOwnReservationIsReservedWithAFreshLease() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lease(SHORT));
+
+        assertThat(reserve(request(FP, owner).willWait())).as("its own reservation, not one to wait for")
+                .isEqualTo(new Reservation.Reserved(owner));
+        letMoreThan(SHORT);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).as("the lease is the second attempt's")
+                .isEqualTo(RecordState.IN_FLIGHT);
+        assertThat(store().renew(scope, owner, LEASE).block(WAIT)).isTrue();
+        assertThat(complete(owner, response("done"))).isEqualTo(CompletionResult.STORED);
     }
 
     @Test
@@ -347,7 +367,7 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
-    void theReleaseNoteNamesOnlyTheLastOwnerToRelease() {
+    void everyOwnerReleasedIsRememberedNotOnlyTheLast() {
         OwnerToken first = OwnerToken.random();
         OwnerToken second = OwnerToken.random();
         reserve(FP, first);
@@ -356,7 +376,96 @@ public abstract class IdempotencyStoreContract {
         store().release(scope, second).block(WAIT);
 
         assertThat(store().release(scope, second).block(WAIT)).isEqualTo(SettleResult.ALREADY_DONE);
-        assertThat(store().release(scope, first).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store().release(scope, first).block(WAIT)).isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(reserve(FP, first)).isEqualTo(new Reservation.Fenced(first));
+        assertThat(reserve(FP, second)).isEqualTo(new Reservation.Fenced(second));
+    }
+
+    @Test
+    void aReserveThatLandsAfterItsOwnReleaseCannotCreateTheRecord() {
+        OwnerToken late = OwnerToken.random();
+        assertThat(store().release(scope, late).block(WAIT)).as("nothing to release yet")
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store().release(scope, late).block(WAIT)).as("and nothing it released itself")
+                .isEqualTo(SettleResult.NOT_OWNER);
+
+        assertThat(reserve(request(FP, late).willWait())).isEqualTo(new Reservation.Fenced(late));
+        assertFree();
+    }
+
+    @Test
+    void aReserveThatLandsAfterItsReleaseOfAnotherOwnersRecordCannotTakeTheKey() {
+        OwnerToken holder = OwnerToken.random();
+        OwnerToken late = OwnerToken.random();
+        reserve(FP, holder);
+        assertThat(store().release(scope, late).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        store().markUncertain(scope, holder, "response timeout", RETENTION).block(WAIT);
+
+        assertThat(reserve(request(FP, late).retakeUncertain())).as("not even an uncertain one to retake")
+                .isEqualTo(new Reservation.Fenced(late));
+        assertThat(store().release(scope, holder).block(WAIT)).isEqualTo(SettleResult.DONE);
+        assertThat(reserve(FP, late)).isEqualTo(new Reservation.Fenced(late));
+        assertFree();
+    }
+
+    @Test
+    void aReserveSentAgainAfterItsReservationWasReleasedDoesNotBringItBack() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(store().release(scope, owner).block(WAIT)).isEqualTo(SettleResult.DONE);
+
+        assertThat(reserve(FP, owner)).isEqualTo(new Reservation.Fenced(owner));
+        assertThat(store().release(scope, owner).block(WAIT)).as("its retried release still recognised")
+                .isEqualTo(SettleResult.ALREADY_DONE);
+        assertFree();
+    }
+
+    // ---- an operator's release
+
+    @ParameterizedTest
+    @EnumSource(value = RecordState.class, names = {"IN_FLIGHT", "UNCERTAIN"})
+    void theFormerOwnersLateCompleteAfterAnOperatorReleaseIsFencedNotWrittenAnew(RecordState state) {
+        OwnerToken former = OwnerToken.random();
+        reserve(FP, former);
+        if (state == RecordState.UNCERTAIN) {
+            store().markUncertain(scope, former, "response timeout", RETENTION).block(WAIT);
+        }
+        assertThat(releaseByOperator(scope)).isEqualTo(state.name());
+
+        assertThat(complete(former, response("late"))).isEqualTo(CompletionResult.FENCED);
+        assertThat(store().renew(scope, former, LEASE).block(WAIT)).isFalse();
+        assertThat(store().markUncertain(scope, former, "response timeout", RETENTION).block(WAIT))
+                .as("settled by an operator").isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store().release(scope, former).block(WAIT)).as("not its own release")
+                .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(reserve(FP, former)).as("nor its late reserve").isEqualTo(new Reservation.Fenced(former));
+        assertFree();
+    }
+
+    @Test
+    void theRetryAfterAnOperatorReleaseIsAFreshRequestThatTheFormerOwnerCannotTouch() {
+        OwnerToken former = OwnerToken.random();
+        reserve(FP, former);
+        releaseByOperator(scope);
+
+        OwnerToken retry = OwnerToken.random();
+        assertThat(reserve(FP, retry)).isEqualTo(new Reservation.Reserved(retry));
+        assertThat(complete(former, response("late"))).isEqualTo(CompletionResult.FENCED);
+        assertThat(complete(retry, response("fresh"))).isEqualTo(CompletionResult.STORED);
+        assertThat(complete(former, response("late"))).isEqualTo(CompletionResult.FENCED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("fresh"));
+    }
+
+    @Test
+    void anOperatorReleasesOnlyAnUnsettledRecord() {
+        assertThat(releaseByOperator(scope)).isEqualTo("ABSENT");
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        complete(owner, response("done"));
+
+        assertThat(releaseByOperator(scope)).isEqualTo("COMPLETED");
+        assertThat(complete(owner, response("done"))).isEqualTo(CompletionResult.ALREADY_STORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("done"));
     }
 
     @Test
@@ -393,14 +502,22 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
-    void aLapsedLeaseIsNotTheOwnersOwnUncertainMark() {
+    void theOwnerMarksItsRecordThatTurnedUncertainWhenItsLeaseLapsed() {
         OwnerToken owner = OwnerToken.random();
         reserve(request(FP, owner).lease(SHORT));
         letMoreThan(SHORT);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
 
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(scope, OwnerToken.random(), "forged", RETENTION).block(WAIT))
                 .isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .as("the owner knows the true reason").isEqualTo(SettleResult.DONE);
+        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+                .as("a retry").isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(store().markUncertain(scope, owner, "another reason", RETENTION).block(WAIT))
+                .as("said once").isEqualTo(SettleResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+        assertThat(complete(owner, response("late but real"))).isEqualTo(CompletionResult.STORED);
     }
 
     @Test

@@ -1,8 +1,10 @@
 package dev.retrysafe.gateway.idempotency.store;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
@@ -32,6 +34,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     static RedisWakeUps wakeUps;
     static RedisIdempotencyStore store;
     static RedisProcessQueue processes;
+    static RedisRecordInspector operator;
     /** A wake-up as the settling scripts publish it. */
     static final RedisScript<Long> PUBLISH = RedisScript.of(
             "return redis.call(ARGV[3] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])", Long.class);
@@ -52,6 +55,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         store = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
         processes = new RedisProcessQueue(bytes);
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
         wakeUps.channel().block(WAIT);
@@ -78,6 +82,11 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     @Override
     protected ProcessQueue processes() {
         return processes;
+    }
+
+    @Override
+    protected String releaseByOperator(IdempotencyScope scope) {
+        return operator.release(scope.hash()).block(WAIT);
     }
 
     /**

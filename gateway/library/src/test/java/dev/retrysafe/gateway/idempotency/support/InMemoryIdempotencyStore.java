@@ -33,7 +33,7 @@ import reactor.core.publisher.Mono;
  * step on the Redis server; nothing happens before the returned Mono is subscribed, as with Redis.
  * <p>
  * Time is read from an injected clock (the Redis store reads the Redis server's TIME): leases lapse and records,
- * release notes and process links expire when that clock passes their deadline, never by themselves, so a test
+ * released owners and process links expire when that clock passes their deadline, never by themselves, so a test
  * moves a {@link MutableClock} instead of sleeping. Deadlines are exclusive, as in Redis: a lease lapses once the
  * clock is past {@code lease_until}, a record expires once the clock is past its expiry.
  * <p>
@@ -46,8 +46,15 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     /** What a lapsed lease leaves as the uncertain reason, word for word as idempotency_reserve.lua does. */
     public static final String LEASE_LAPSED_REASON =
             "lease lapsed: the gateway instance forwarding the request stopped renewing it";
-    /** As RedisIdempotencyStore.RELEASE_NOTE_TTL: how long a retried release recognises its own earlier release. */
-    public static final Duration RELEASE_NOTE_TTL = Duration.ofMinutes(1);
+    /**
+     * As RedisIdempotencyStore.RELEASED_OWNERS_TTL: how long, at least, a scope remembers the owners released from
+     * it (a retried release recognises its own earlier release; a late reserve or complete of theirs is refused).
+     */
+    public static final Duration RELEASED_OWNERS_TTL = Duration.ofMinutes(1);
+    /** How an owner was released from a scope, as the values of idempotency-released-owners:{hash}. */
+    private static final String RELEASED = "released";
+    private static final String UNHELD = "unheld";
+    private static final String BY_OPERATOR = "operator";
     private static final String PROCESS_PENDING = "PENDING";
     private static final String PROCESS_ENDED = "ENDED";
 
@@ -55,8 +62,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     private final SettleSignals signals;
     /** By scope hash, as the Redis keys idempotency:{hash}. */
     private final Map<String, Entry> records = new HashMap<>();
-    /** By scope hash, as idempotency-released:{hash}: the owner that released the record last. */
-    private final Map<String, Expiring> releaseNotes = new HashMap<>();
+    /** By scope hash, as idempotency-released-owners:{hash}: every owner released while it lives, and how. */
+    private final Map<String, ReleasedOwners> releasedOwners = new HashMap<>();
     /** By route and process id, as idempotency-process:route:id: the scope hash of the record. */
     private final Map<String, Expiring> processLinks = new HashMap<>();
     /** By scope hash, as the idempotency-processes:{tag} sorted sets: when the process's next poll is due. */
@@ -96,6 +103,10 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         return step(wakeUps -> {
             long now = clock.getAsLong();
             String hash = r.scope().hash();
+            if (releasedHow(hash, r.owner(), now) != null) {
+                // Its own reserve arriving after its release: it must not bind the key to an owner nobody holds.
+                return new Reservation.Fenced(r.owner());
+            }
             Entry entry = live(hash, now);
             if (entry == null) {
                 entry = new Entry(r.fingerprint());
@@ -112,6 +123,11 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             if (!entry.fingerprint.equals(r.fingerprint())) {
                 // Another payload: the record as it stands (no lapse applied), never its response.
                 return taken(entry.state, entry.fingerprint, Optional.empty(), false);
+            }
+            if (entry.state == RecordState.IN_FLIGHT && r.owner().equals(entry.owner)) {
+                // Its own reserve re-sent after a reconnect: still its own, a fresh lease, no waiter counted.
+                entry.leaseUntil = now + millis(r.lease());
+                return new Reservation.Reserved(r.owner());
             }
             if (entry.state == RecordState.IN_FLIGHT && entry.leaseUntil < now) {
                 entry.state = RecordState.UNCERTAIN;
@@ -168,6 +184,11 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 wakeUps.add(hash);
                 return CompletionResult.ALREADY_STORED;
             }
+            String released = releasedHow(hash, c.owner(), now);
+            if (released != null) {
+                // Released from the scope: its late result neither brings the record back nor touches the next one.
+                return BY_OPERATOR.equals(released) ? CompletionResult.FENCED : CompletionResult.NOT_OWNER;
+            }
             CompletionResult result = CompletionResult.STORED;
             if (entry == null) {
                 // The record vanished: nobody else can own a record that does not exist.
@@ -207,15 +228,17 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             Entry entry = live(hash, now);
             if (entry == null || (entry.state != RecordState.IN_FLIGHT && entry.state != RecordState.UNCERTAIN)
                     || !owner.equals(entry.owner)) {
-                Expiring note = live(releaseNotes, hash, now);
-                if (note != null && note.value.equals(owner.value())) {
+                String released = releasedHow(hash, owner, now);
+                if (RELEASED.equals(released)) {
                     wakeUps.add(hash);
                     return SettleResult.ALREADY_DONE;
                 }
+                // Not its own: its reserve, if still on the way, must not create a record nobody holds.
+                rememberReleased(hash, owner, UNHELD, millis(RELEASED_OWNERS_TTL), now);
                 return SettleResult.NOT_OWNER;
             }
             records.remove(hash);
-            releaseNotes.put(hash, new Expiring(owner.value(), now + millis(RELEASE_NOTE_TTL)));
+            rememberReleased(hash, owner, RELEASED, millis(RELEASED_OWNERS_TTL), now);
             wakeUps.add(hash);
             return SettleResult.DONE;
         });
@@ -230,7 +253,15 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             if (entry == null) {
                 return SettleResult.NOT_OWNER;
             }
-            // The reason tells the owner's own mark from a lapse of its lease, which also leaves it UNCERTAIN.
+            if (entry.state == RecordState.UNCERTAIN && owner.equals(entry.owner) && entry.leaseUntil != 0) {
+                // Its own record, UNCERTAIN since its lease lapsed (a lapse keeps the lease, a mark clears it): the
+                // owner gives the true reason; it has been uncertain since the lapse.
+                entry.uncertainReason = reason;
+                entry.leaseUntil = 0;
+                wakeUps.add(hash);
+                return SettleResult.DONE;
+            }
+            // The reason tells a retry of the owner's own mark from another mark.
             if (entry.state == RecordState.UNCERTAIN && owner.equals(entry.owner)
                     && reason.equals(entry.uncertainReason)) {
                 wakeUps.add(hash);
@@ -246,6 +277,30 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             entry.expiresAt = now + millis(ttl);
             wakeUps.add(hash);
             return SettleResult.DONE;
+        });
+    }
+
+    /**
+     * As idempotency_operator_release.lua: frees an IN_FLIGHT or UNCERTAIN record and fences its former owner for as
+     * long as the record would have lived (at least {@link #RELEASED_OWNERS_TTL}). Returns the state it was in, or
+     * {@code ABSENT}.
+     */
+    public Mono<String> releaseByOperator(IdempotencyScope scope) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = scope.hash();
+            Entry entry = live(hash, now);
+            if (entry == null) {
+                return "ABSENT";
+            }
+            if (entry.state != RecordState.IN_FLIGHT && entry.state != RecordState.UNCERTAIN) {
+                return entry.state.name();
+            }
+            records.remove(hash);
+            rememberReleased(hash, entry.owner, BY_OPERATOR,
+                    Math.max(entry.expiresAt - now, millis(RELEASED_OWNERS_TTL)), now);
+            wakeUps.add(hash);
+            return entry.state.name();
         });
     }
 
@@ -450,6 +505,28 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         return entry;
     }
 
+    /** How the owner was released from the scope, or null when it was not (or that was forgotten). */
+    private String releasedHow(String hash, OwnerToken owner, long now) {
+        ReleasedOwners released = releasedOwners.get(hash);
+        if (released != null && now > released.expiresAt) {
+            releasedOwners.remove(hash);
+            return null;
+        }
+        return released == null ? null : released.how.get(owner.value());
+    }
+
+    /** As the scripts: a first word stays ('released' or 'operator' is never turned 'unheld'); the life only grows. */
+    private void rememberReleased(String hash, OwnerToken owner, String how, long lifeMillis, long now) {
+        releasedHow(hash, owner, now);
+        ReleasedOwners released = releasedOwners.computeIfAbsent(hash, h -> new ReleasedOwners());
+        if (UNHELD.equals(how)) {
+            released.how.putIfAbsent(owner.value(), how);
+        } else {
+            released.how.put(owner.value(), how);
+        }
+        released.expiresAt = Math.max(released.expiresAt, now + lifeMillis);
+    }
+
     private static Expiring live(Map<String, Expiring> map, String key, long now) {
         Expiring value = map.get(key);
         if (value != null && now > value.expiresAt) {
@@ -480,6 +557,11 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     }
 
     private record Expiring(String value, long expiresAt) {
+    }
+
+    private static final class ReleasedOwners {
+        final Map<String, String> how = new HashMap<>();
+        long expiresAt;
     }
 
     /** The fields of one Redis record hash that change what the store answers. */

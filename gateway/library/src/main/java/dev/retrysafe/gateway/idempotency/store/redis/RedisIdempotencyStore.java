@@ -30,9 +30,12 @@ import reactor.core.publisher.Mono;
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     public static final String KEY_PREFIX = "idempotency:";
     public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
-    public static final String RELEASED_KEY_PREFIX = "idempotency-released:";
-    /** Long enough for every retry of a release to find its note, short enough to cost nothing. */
-    static final Duration RELEASE_NOTE_TTL = Duration.ofMinutes(1);
+    public static final String RELEASED_OWNERS_KEY_PREFIX = "idempotency-released-owners:";
+    /**
+     * How long, at least, a scope remembers the owners released from it, when nothing else says (the
+     * auto-configuration passes {@link #releasedOwnersTtl(Duration)} of the gateway's in-flight lease).
+     */
+    public static final Duration RELEASED_OWNERS_TTL = Duration.ofMinutes(1);
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> RESERVE = LuaScripts.load("idempotency_reserve.lua", List.class);
@@ -49,6 +52,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final StoredResponseCodec codec;
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
+    private final Duration releasedOwnersTtl;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps) {
         this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
@@ -59,6 +63,12 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this(redis, wakeUps, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
     }
 
+    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
+            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
+            Duration firstProcessPoll) {
+        this(redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL);
+    }
+
     /**
      * @param wakeUps       the channel the scripts publish wake-ups on, and this instance's waiters
      * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
@@ -66,12 +76,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * @param replicaAcks   when present, reservations and stored results wait for replica acknowledgement
      * @param firstProcessPoll how long after a 202 naming an unfinished process its status is first polled
      *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
+     * @param releasedOwnersTtl how long, at least, a scope remembers an owner released from it (see
+     *                      {@link #releasedOwnersTtl(Duration)})
      */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
-            Duration firstProcessPoll) {
+            Duration firstProcessPoll, Duration releasedOwnersTtl) {
         this.redis = redis;
         this.firstProcessPoll = firstProcessPoll;
+        this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.replicaAcks = replicaAcks;
@@ -85,9 +98,24 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return KEY_PREFIX + "{" + scopeHash + "}";
     }
 
-    /** Who released the scope's record last, for a minute: in the record's hash tag, so in its Cluster slot. */
-    static String releasedKey(IdempotencyScope scope) {
-        return RELEASED_KEY_PREFIX + "{" + scope.hash() + "}";
+    /**
+     * The owners released from the scope (a hash: owner token to how it was released), whose late reserve or
+     * complete is refused: in the record's hash tag, so in its Cluster slot.
+     */
+    public static String releasedOwnersKey(String scopeHash) {
+        return RELEASED_OWNERS_KEY_PREFIX + "{" + scopeHash + "}";
+    }
+
+    /**
+     * How long a scope remembers an owner released from it: a reserve of that owner that lands later creates a
+     * record nobody holds. A reserve lands after its release only while it is still on its way: re-sent by Lettuce
+     * after a reconnect (reconnects back off to a second at most), or overtaken by the release on another connection;
+     * the gateway gives a reservation it did not use up and retries that release for at most one lease. So at least
+     * the in-flight lease, and never less than a minute (what a retried release's note always had): a few bytes per
+     * released scope, gone by themselves.
+     */
+    public static Duration releasedOwnersTtl(Duration inFlightLease) {
+        return inFlightLease.compareTo(RELEASED_OWNERS_TTL) > 0 ? inFlightLease : RELEASED_OWNERS_TTL;
     }
 
     static String processKey(String routeId, String processId) {
@@ -125,7 +153,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
         return List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
-                UnsettledIndex.uncertainKey(scope.hash()));
+                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()));
     }
 
     @Override
@@ -147,14 +175,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
         IdempotencyScope scope = c.scope();
         List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
-                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()));
+                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
+                releasedOwnersKey(scope.hash()));
         if (c.processId().isPresent()) {
             // Where to look is said before the store step queues the process (a gateway dying right after it has
             // said it already) and again after it (a look racing the step cannot have dropped the slot). A failure
             // here must not cost the result: the store step runs anyway.
             return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
                     .then(store(scope, keys, args))
-                    .flatMap(result -> result == CompletionResult.NOT_OWNER || result == CompletionResult.ALREADY_STORED
+                    .flatMap(result -> !result.stored() || result == CompletionResult.ALREADY_STORED
                             ? Mono.just(result)
                             : RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
                                     .thenReturn(result));
@@ -167,9 +196,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         if (replicaAcks.isPresent()) {
             stored = replicaAcks.get().run(COMPLETE, ScriptOutputType.INTEGER, keys, args)
                     .flatMap(acked -> settle(scope, Mono.just((Long) acked.reply()))
-                            .map(result -> result != 0L && !acked.enough()
+                            .map(RedisIdempotencyStore::completionResult)
+                            .map(result -> result.stored() && !acked.enough()
                                     ? CompletionResult.STORED_UNACKNOWLEDGED
-                                    : completionResult(result)));
+                                    : result));
         } else {
             stored = settle(scope, redis.execute(COMPLETE, keys, args).next())
                     .map(RedisIdempotencyStore::completionResult);
@@ -182,6 +212,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
             case 1 -> CompletionResult.STORED;
             case 2 -> CompletionResult.RESTORED;
             case 3 -> CompletionResult.ALREADY_STORED;
+            case -1 -> CompletionResult.FENCED;
             default -> CompletionResult.NOT_OWNER;
         };
     }
@@ -189,9 +220,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         return wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> settle(scope, redis.execute(RELEASE, List.of(recordKey(scope), releasedKey(scope),
-                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
-                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(RELEASE_NOTE_TTL)))).next()))
+                .flatMap(wakeUp -> settle(scope, redis.execute(RELEASE, List.of(recordKey(scope),
+                                releasedOwnersKey(scope.hash()), UnsettledIndex.inFlightKey(scope.hash()),
+                                UnsettledIndex.uncertainKey(scope.hash())),
+                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(releasedOwnersTtl)))).next()))
                 .map(RedisIdempotencyStore::settleResult);
     }
 
@@ -239,9 +271,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {
-        // Waiters on this instance need not wait for the pub/sub round trip.
+        // Waiters on this instance need not wait for the pub/sub round trip. Nothing done (0, or -1 fenced): none.
         return script.doOnNext(changed -> {
-            if (changed != 0L) {
+            if (changed > 0L) {
                 wakeUps.settledHere(scope.hash());
             }
         });
@@ -251,6 +283,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         String state = text(reply.get(0));
         if ("RESERVED".equals(state)) {
             return new Reservation.Reserved(owner);
+        }
+        if ("FENCED".equals(state)) {
+            return new Reservation.Fenced(owner);
         }
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
         RecordState recordState = RecordState.valueOf(state);

@@ -45,20 +45,28 @@ public final class RedisRecordInspector implements RecordInspector {
     private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
     private final UnsettledIndex index;
+    private final Duration releasedOwnersTtl;
 
     public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             EncryptionKeys encryption) {
         this(redis, wakeUps, encryption, false);
     }
 
+    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
+            EncryptionKeys encryption, boolean oneSlotPerCall) {
+        this(redis, wakeUps, encryption, oneSlotPerCall, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
+    }
+
     /**
      * @param encryption     the same keys the store uses, to show and write sealed responses
      * @param oneSlotPerCall a Redis Cluster: the index is read by master where Redis allows (7 and later), else one
      *                       slot per call
+     * @param releasedOwnersTtl the least time a released record's former owner stays fenced, as the store's
      */
     public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
-            EncryptionKeys encryption, boolean oneSlotPerCall) {
+            EncryptionKeys encryption, boolean oneSlotPerCall, Duration releasedOwnersTtl) {
         this.redis = redis;
+        this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
         this.index = new UnsettledIndex(redis, oneSlotPerCall);
@@ -118,10 +126,19 @@ public final class RedisRecordInspector implements RecordInspector {
                 .map(keys -> keys > maxRecords ? OptionalLong.empty() : OptionalLong.of(keys));
     }
 
+    /**
+     * The former owner stays fenced as long as the record would have lived (read from its TTL in the script, so the
+     * route's own unsettled-record TTL or uncertain retention, not a gateway-wide guess), at least
+     * {@code releasedOwnersTtl}.
+     */
     @Override
     public Mono<String> release(String scopeHash) {
+        List<String> keys = List.of(RedisIdempotencyStore.recordKey(scopeHash), UnsettledIndex.inFlightKey(scopeHash),
+                UnsettledIndex.uncertainKey(scopeHash), RedisIdempotencyStore.releasedOwnersKey(scopeHash));
         return wakeUps.scriptArgs(scopeHash)
-                .flatMap(wakeUp -> redis.execute(RELEASE, indexedKeys(scopeHash), wakeUp).next())
+                .flatMap(wakeUp -> redis.execute(RELEASE, keys, RedisIdempotencyStore.args(List.of(), wakeUp,
+                        List.of(RedisIdempotencyStore.bytes(Long.toString(Math.max(1, releasedOwnersTtl.toMillis()))))))
+                        .next())
                 .map(previous -> new String(previous, StandardCharsets.UTF_8))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }

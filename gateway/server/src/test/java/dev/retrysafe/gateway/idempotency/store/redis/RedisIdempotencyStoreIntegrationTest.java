@@ -47,6 +47,8 @@ class RedisIdempotencyStoreIntegrationTest {
     static RedisIdempotencyStore store;
     static RedisRecordInspector operator;
     static RedisIdempotencyStore sealingStore;
+    static ReactiveRedisTemplate<String, byte[]> bytes;
+    static RedisWakeUps wakeUps;
     static ReactiveStringRedisTemplate strings;
     static final SettleSignals signals = new SettleSignals();
 
@@ -64,8 +66,8 @@ class RedisIdempotencyStoreIntegrationTest {
         RedisSerializationContext<String, byte[]> context = RedisSerializationContext
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray()).key(RedisSerializer.string())
                 .hashKey(RedisSerializer.string()).build();
-        ReactiveRedisTemplate<String, byte[]> bytes = new ReactiveRedisTemplate<>(connections, context);
-        RedisWakeUps wakeUps = RedisWakeUps.on(connections, signals);
+        bytes = new ReactiveRedisTemplate<>(connections, context);
+        wakeUps = RedisWakeUps.on(connections, signals);
         store = new RedisIdempotencyStore(bytes, wakeUps);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         String key = Base64.getEncoder().encodeToString(new byte[32]);
@@ -95,7 +97,7 @@ class RedisIdempotencyStoreIntegrationTest {
     }
 
     static Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
-        return completion(scope, owner, response).map(result -> result != CompletionResult.NOT_OWNER);
+        return completion(scope, owner, response).map(CompletionResult::stored);
     }
 
     static Mono<CompletionResult> completion(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
@@ -273,16 +275,33 @@ class RedisIdempotencyStoreIntegrationTest {
     }
 
     @Test
-    void aLapsedLeaseIsNotTheOwnersOwnUncertainMark() {
+    void theOwnersMarkOfItsLapsedRecordWritesTheTrueReasonAndKeepsWhenItBecameUncertain() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         reserve(scope, FP, owner, Duration.ofMillis(50), false).block();
         awaitLeaseLapse(scope);
         assertThat(state(scope)).isEqualTo(RecordState.UNCERTAIN);
-
-        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
-                .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(field(scope, "uncertain_reason")).contains("lease lapsed");
+        String uncertainAt = field(scope, "uncertain_at");
+
+        assertThat(store.markUncertain(scope, owner, "no response within the response timeout", RETENTION).block())
+                .isEqualTo(SettleResult.DONE);
+        assertThat(field(scope, "uncertain_reason")).isEqualTo("no response within the response timeout");
+        assertThat(field(scope, "uncertain_at")).isEqualTo(uncertainAt);
+        assertThat(field(scope, "lease_until")).isNull();
+    }
+
+    @Test
+    void aReserveSentAgainRenewsItsOwnLeaseAndCountsNoWaiter() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        reserve(scope, FP, owner, Duration.ofMillis(300), true).block();
+        long firstLease = Long.parseLong(field(scope, "lease_until"));
+
+        assertThat(reserve(scope, FP, owner, LEASE, true).block()).isEqualTo(new Reservation.Reserved(owner));
+        assertThat(Long.parseLong(field(scope, "lease_until"))).isGreaterThan(firstLease + 20_000);
+        assertThat(field(scope, "waiters")).isNull();
+        assertThat(field(scope, "attempts")).isEqualTo("1");
     }
 
     @Test
@@ -312,16 +331,50 @@ class RedisIdempotencyStoreIntegrationTest {
     }
 
     @Test
-    void theReleaseNoteLivesInItsRecordsClusterSlotForAMinute() {
+    void theReleasedOwnersLiveInTheRecordsClusterSlotAndTheirLifeOnlyGrows() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        String note = RedisIdempotencyStore.releasedKey(scope);
-        assertThat(SlotHash.getSlot(note)).isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope)));
+        OwnerToken late = OwnerToken.random();
+        String released = RedisIdempotencyStore.releasedOwnersKey(scope.hash());
+        assertThat(SlotHash.getSlot(released)).isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope)));
 
         reserve(scope, FP, owner, LEASE, false).block();
         store.release(scope, owner).block();
-        assertThat(strings.opsForValue().get(note).block()).isEqualTo(owner.value());
-        assertThat(strings.getExpire(note).block()).isBetween(Duration.ofSeconds(58), Duration.ofMinutes(1));
+        assertThat(strings.<String, String>opsForHash().entries(released).collectMap(Map.Entry::getKey,
+                Map.Entry::getValue).block()).containsExactly(Map.entry(owner.value(), "released"));
+        assertThat(strings.getExpire(released).block()).isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
+
+        RedisIdempotencyStore longerLease = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(),
+                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)));
+        longerLease.release(scope, late).block();
+        assertThat(strings.<String, String>opsForHash().get(released, late.value()).block()).isEqualTo("unheld");
+        assertThat(strings.getExpire(released).block()).isBetween(Duration.ofMinutes(4), Duration.ofMinutes(5));
+        store.release(scope, owner).block();
+        assertThat(strings.getExpire(released).block()).as("never shortened")
+                .isBetween(Duration.ofMinutes(4), Duration.ofMinutes(5));
+        assertThat(strings.<String, String>opsForHash().get(released, owner.value()).block()).as("its first word stays")
+                .isEqualTo("released");
+    }
+
+    @Test
+    void anOperatorReleaseFencesTheFormerOwnerAsLongAsTheRecordWouldHaveLived() {
+        IdempotencyScope scope = newScope();
+        OwnerToken owner = OwnerToken.random();
+        String released = RedisIdempotencyStore.releasedOwnersKey(scope.hash());
+        reserve(scope, FP, owner, LEASE, false).block();
+        assertThat(operator.release(scope.hash()).block()).isEqualTo("IN_FLIGHT");
+
+        assertThat(strings.<String, String>opsForHash().get(released, owner.value()).block()).isEqualTo("operator");
+        assertThat(strings.getExpire(released).block()).as("the record's unsettled ttl")
+                .isBetween(RETENTION.minusMinutes(1), RETENTION);
+
+        IdempotencyScope shortLived = newScope();
+        OwnerToken other = OwnerToken.random();
+        store.reserve(new ReservationRequest(shortLived, FP, other, LEASE, Duration.ofSeconds(5), "http://upstream",
+                false, false)).block();
+        operator.release(shortLived.hash()).block();
+        assertThat(strings.getExpire(RedisIdempotencyStore.releasedOwnersKey(shortLived.hash())).block())
+                .as("at least the released owners' own life").isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
     }
 
     @Test
