@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.process.HeldBody;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -53,8 +54,8 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
 
     /**
      * The first write decides: a status that is not a result is released (before the client sees it) and passed
-     * through; a result is written while copied, and settled when the upstream body ends. Later writes (none are
-     * expected) pass through.
+     * through; a result is written while copied, and settled when the upstream body ends (a tracked success is held
+     * until then). Later writes (none are expected) pass through.
      */
     private Mono<Void> intercept(Publisher<? extends DataBuffer> body,
             Function<Publisher<DataBuffer>, Mono<Void>> clientWrite, Supplier<Mono<Void>> plainWrite) {
@@ -77,7 +78,12 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
                     upstreamBroke.set(true);
                     upstream.bodyBroke(error, copy.seen());
                 });
-        return clientWrite.apply(guarded)
+        // A tracked 202 reaches the client only once its process link exists (bounded), or a status read at once
+        // would find no record to end.
+        Publisher<DataBuffer> toClient = upstream.holdsUntilLinked(status)
+                ? HeldBody.releasedAfter(guarded, limit, upstream.linked())
+                : guarded;
+        return clientWrite.apply(toClient)
                 .onErrorResume(clientGone -> {
                     if (upstreamBroke.get()) {
                         // The client must see a broken response, not a short one that looks whole.

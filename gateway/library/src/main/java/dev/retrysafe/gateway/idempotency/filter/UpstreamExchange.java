@@ -74,6 +74,7 @@ final class UpstreamExchange {
     private final AtomicReference<State> state = new AtomicReference<>(State.RESERVED);
     private final Sinks.Empty<Void> settled = Sinks.empty();
     private final Sinks.Empty<Void> stalled = Sinks.empty();
+    private final Sinks.Empty<Void> nothingToLink = Sinks.empty();
     private volatile long lastProgressNanos = System.nanoTime();
 
     UpstreamExchange(ServerWebExchange exchange, IdempotencyScope scope, OwnerToken owner, Fingerprint fingerprint,
@@ -110,6 +111,24 @@ final class UpstreamExchange {
     /** Completes once the exchange is settled: stored, released or marked uncertain. */
     Mono<Void> settled() {
         return settled.asMono();
+    }
+
+    /**
+     * Whether an answer with this status is held back until {@link #linked()}: a tracked route's successful answer
+     * may name a process, whose link must exist before the client can read the process's status.
+     */
+    boolean holdsUntilLinked(int status) {
+        return policy.processTracking().isPresent() && status >= 200 && status < 300;
+    }
+
+    /**
+     * Completes once a held answer may go: its record and process link are stored, or it names no process, or the
+     * exchange was settled another way; at the latest after the record's write and the link had one store timeout
+     * each, so a slow store delays the answer but never keeps it (the link goes on as before).
+     */
+    Mono<Void> linked() {
+        return Mono.firstWithSignal(nothingToLink.asMono(), settled())
+                .timeout(policy.storeTimeout().multipliedBy(2), Mono.empty());
     }
 
     /**
@@ -280,6 +299,9 @@ final class UpstreamExchange {
         String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
                 .findFirst().orElse(null);
         Optional<String> unfinishedProcess = tracking.flatMap(t -> t.unfinishedProcess(encoding, responseBody));
+        if (unfinishedProcess.isEmpty()) {
+            nothingToLink.tryEmitEmpty();
+        }
         Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
         Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
         return store.complete(completion)

@@ -58,6 +58,7 @@ import org.springframework.mock.web.server.MockServerWebExchange;
 import org.springframework.util.unit.DataSize;
 import org.springframework.web.reactive.function.client.WebClient;
 import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -361,6 +362,65 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
+    void aTrackedAnswerReachesTheClientOnlyOnceItsProcessLinkIsStored() throws Exception {
+        // A client that has the 202's last byte may read the process's status at once: the link must exist then, or
+        // that read is not seen as the process's end.
+        List<String> order = new CopyOnWriteArrayList<>();
+        LinkHeldUntilLetGo links = new LinkHeldUntilLetGo(store, order);
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        StringBuilder received = new StringBuilder();
+        exchange.getResponse().setWriteHandler(body -> body
+                .doOnNext(buffer -> {
+                    received.append(buffer.toString(StandardCharsets.UTF_8));
+                    DataBufferUtils.release(buffer);
+                })
+                .doOnComplete(() -> order.add("client has the last byte"))
+                .then());
+        CompletableFuture<Void> answered = factory(defaults(false), links).apply(tracked()).filter(exchange, upstream)
+                .toFuture();
+
+        links.asked.asMono().block(WAIT);
+        links.letGo.tryEmitEmpty();
+        answered.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+
+        assertThat(order).containsExactly("link asked", "link stored", "client has the last byte");
+        assertThat(received).hasToString(ACCEPTED);
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+    }
+
+    @Test
+    void aTrackedAnswerWhoseRecordIsNeverStoredStillReachesTheClient() throws Exception {
+        // The hold is bounded (two store timeouts) although the record's write is retried for longer: the client
+        // gets its answer while the store call goes on.
+        List<String> order = new CopyOnWriteArrayList<>();
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        exchange.getResponse().setWriteHandler(body -> body.doOnNext(DataBufferUtils::release)
+                .doOnComplete(() -> order.add("client has the last byte")).then());
+        factory(defaults(false), new CompleteNeverAnswers(store)).apply(tracked()).filter(exchange, upstream)
+                .subscribe();
+
+        Flux.interval(Duration.ofMillis(20)).map(tick -> order.size()).filter(size -> size > 0).next()
+                .block(WAIT.multipliedBy(2));
+        assertThat(order).containsExactly("client has the last byte");
+        assertThat(store.record(scope).orElseThrow().state()).as("the record's write is still under way")
+                .isEqualTo(RecordState.IN_FLIGHT);
+    }
+
+    @Test
+    void anUntrackedAnswerIsNotHeldForItsRecord() {
+        List<String> order = new CopyOnWriteArrayList<>();
+        LinkHeldUntilLetGo links = new LinkHeldUntilLetGo(store, order);
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        exchange.getResponse().setWriteHandler(body -> body.doOnNext(DataBufferUtils::release)
+                .doOnComplete(() -> order.add("client has the last byte")).then());
+        factory(defaults(false), links).apply(new IdempotencyGatewayFilterFactory.Config()).filter(exchange, upstream)
+                .block(WAIT);
+
+        assertThat(order).containsExactly("client has the last byte");
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
+    }
+
+    @Test
     void withTheStoreUnavailableARouteThatSaysSoForwardsUnprotected() {
         GatewayFilter filter = factory(defaults(true), new ReserveFails(store)).apply(
                 new IdempotencyGatewayFilterFactory.Config());
@@ -568,15 +628,50 @@ class IdempotencyGatewayFilterTest {
         }
     }
 
-    /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
-    static final class LinkNeverAnswers extends ReserveFails {
-        LinkNeverAnswers(IdempotencyStore delegate) {
+    static IdempotencyGatewayFilterFactory.Config tracked() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setProcessStatusUri("/processes/{processId}");
+        return config;
+    }
+
+    /** The in-memory store whose process links wait until the test lets them go; the order of events is noted. */
+    static final class LinkHeldUntilLetGo extends DelegatingStore {
+        final Sinks.Empty<Void> asked = Sinks.empty();
+        final Sinks.Empty<Void> letGo = Sinks.empty();
+        private final List<String> order;
+
+        LinkHeldUntilLetGo(IdempotencyStore delegate, List<String> order) {
+            super(delegate);
+            this.order = order;
+        }
+
+        @Override
+        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+            return Mono.defer(() -> {
+                order.add("link asked");
+                asked.tryEmitEmpty();
+                return letGo.asMono();
+            }).then(delegate.linkProcess(routeId, processId, scope, ttl))
+                    .doOnSuccess(stored -> order.add("link stored"));
+        }
+    }
+
+    /** The in-memory store whose record writes never get an answer. */
+    static final class CompleteNeverAnswers extends DelegatingStore {
+        CompleteNeverAnswers(IdempotencyStore delegate) {
             super(delegate);
         }
 
         @Override
-        public Mono<Reservation> reserve(ReservationRequest request) {
-            return delegate.reserve(request);
+        public Mono<CompletionResult> complete(Completion completion) {
+            return Mono.never();
+        }
+    }
+
+    /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
+    static final class LinkNeverAnswers extends DelegatingStore {
+        LinkNeverAnswers(IdempotencyStore delegate) {
+            super(delegate);
         }
 
         @Override
@@ -598,16 +693,28 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store with Redis away: every reservation fails. */
-    static class ReserveFails implements IdempotencyStore {
-        final IdempotencyStore delegate;
-
+    static final class ReserveFails extends DelegatingStore {
         ReserveFails(IdempotencyStore delegate) {
-            this.delegate = delegate;
+            super(delegate);
         }
 
         @Override
         public Mono<Reservation> reserve(ReservationRequest request) {
             return Mono.error(new IllegalStateException("Unable to connect to Redis"));
+        }
+    }
+
+    /** The in-memory store, as is: each test's store overrides what it changes. */
+    static class DelegatingStore implements IdempotencyStore {
+        final IdempotencyStore delegate;
+
+        DelegatingStore(IdempotencyStore delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public Mono<Reservation> reserve(ReservationRequest request) {
+            return delegate.reserve(request);
         }
 
         @Override

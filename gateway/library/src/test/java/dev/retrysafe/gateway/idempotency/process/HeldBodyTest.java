@@ -67,6 +67,31 @@ class HeldBodyTest {
     }
 
     @Test
+    void aBodyThatBreaksOffWhileHeldReachesTheClientBrokenNotShort() {
+        List<String> released = new ArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Flux.from(HeldBody.releasedAfter(body("{\"processId\":").concatWith(Flux.error(new IllegalStateException(
+                "upstream reset"))), 64, Mono.never())).map(HeldBodyTest::text).subscribe(released::add, failure::set);
+
+        assertThat(released).as("what came of it, unheld").containsExactly("{\"processId\":");
+        assertThat(failure.get()).hasMessage("upstream reset");
+    }
+
+    @Test
+    void aWholeBodyIsReleasedWhenItsReleaseCompletes() {
+        Sinks.Empty<Void> linked = Sinks.empty();
+        List<String> released = new ArrayList<>();
+
+        Flux.from(HeldBody.releasedAfter(body("{\"processId\":", "\"p-1\"}"), 64, linked.asMono()))
+                .map(HeldBodyTest::text).subscribe(released::add);
+
+        assertThat(released).isEmpty();
+        linked.tryEmitEmpty();
+        assertThat(released).containsExactly("{\"processId\":", "\"p-1\"}");
+    }
+
+    @Test
     void anEmptyBodyPassesAsIs() {
         List<String> released = Flux.from(HeldBody.releasedAfter(Flux.empty(), 16, bytes -> Mono.empty()))
                 .map(HeldBodyTest::text).collectList().block();
