@@ -9,6 +9,7 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.core.Options.ChunkedEncodingPolicy;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -55,7 +56,9 @@ class ProcessLinkBeforeAcceptedIntegrationTest {
     static void start() throws IOException {
         redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
         wire = new LateRedisReplies(redis.port());
-        upstream = new WireMockServer(options().dynamicPort());
+        // WireMock answers chunked unless told not to: the gateway would then pass on a chunked 202, whose end the
+        // client sees only once the gateway has settled, hiding the race this test is about.
+        upstream = new WireMockServer(options().dynamicPort().useChunkedTransferEncoding(ChunkedEncodingPolicy.NEVER));
         upstream.start();
         String filter = "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.";
         gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), Map.of(

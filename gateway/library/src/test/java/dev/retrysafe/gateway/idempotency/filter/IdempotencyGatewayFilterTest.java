@@ -681,7 +681,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store where each request's release lands before its reserve. */
-    static final class ReleasedBeforeReserved extends ReserveFails {
+    static final class ReleasedBeforeReserved extends DelegatingStore {
         ReleasedBeforeReserved(IdempotencyStore delegate) {
             super(delegate);
         }
