@@ -19,15 +19,20 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.context.ApplicationListener;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.http.MediaType;
+import org.springframework.test.web.reactive.server.WebTestClient;
 
 /**
  * A Redis that can forget records is named, against real {@code redis-server}s started with the settings at hand:
@@ -43,11 +48,30 @@ class RedisMemoryIntegrationTest {
     /** Read under its own lock: the appender adds to its list while holding it (AppenderBase.doAppend). */
     private final ListAppender<ILoggingEvent> lines = new ListAppender<>();
 
+    {
+        lines.setName("redis-memory-test");
+    }
+
     @BeforeEach
     void captureLogs() {
         assumeTrue(LocalRedisCluster.available(), "redis-server and redis-cli on the PATH");
         lines.start();
-        root().addAppender(lines);
+    }
+
+    /**
+     * Boot resets the log configuration as each gateway starts (and stops it after a failed start): the capture is
+     * started and attached again after that.
+     */
+    private ApplicationListener<ApplicationEnvironmentPreparedEvent> capture() {
+        return event -> {
+            lines.setContext(root().getLoggerContext());
+            if (!lines.isStarted()) {
+                lines.start();
+            }
+            if (root().getAppender(lines.getName()) == null) {
+                root().addAppender(lines);
+            }
+        };
     }
 
     @AfterEach
@@ -193,6 +217,25 @@ class RedisMemoryIntegrationTest {
         assertThat(LocalRedisCluster.cli(redis.port(), "keys", "idempotency-memory:*").lines().count()).isEqualTo(1);
     }
 
+    /** What docs/operations/redis.md says of a full noeviction Redis: writes refused with OOM, guarded requests 503. */
+    @Test
+    void aFullNoEvictionRedisIsAnswered503() throws Exception {
+        LocalRedisServer redis = redis("--maxmemory", "4mb", "--appendonly", "yes");
+        ConfigurableApplicationContext gateway = gateway(redis, Map.of());
+        // One script may go past maxmemory (Redis checks before it starts): every write after it is refused with OOM.
+        LocalRedisCluster.cli(redis.port(), "eval",
+                "for i = 1, 60000 do redis.call('SET', 'filler:' .. i, string.rep('x', 100)) end", "0");
+        assertThat(LocalRedisCluster.cli(redis.port(), "set", "probe", "1")).contains("OOM");
+
+        WebTestClient.bindToServer().baseUrl("http://127.0.0.1:" + gateway.getEnvironment()
+                        .getRequiredProperty("local.server.port")).responseTimeout(WAIT).build()
+                .post().uri("/merchants/full").header("Idempotency-Key", UUID.randomUUID().toString())
+                .contentType(MediaType.APPLICATION_JSON).bodyValue("{\"legalName\":\"ACME\"}").exchange()
+                .expectStatus().isEqualTo(503)
+                .expectHeader().exists("Retry-After")
+                .expectBody().jsonPath("$.status.reason").isEqualTo(503);
+    }
+
     @Test
     void onAClusterEveryMasterIsChecked() throws Exception {
         LocalRedisCluster cluster = new LocalRedisCluster(3);
@@ -201,7 +244,8 @@ class RedisMemoryIntegrationTest {
         LocalRedisCluster.cli(second, "config", "set", "maxmemory-policy", "volatile-ttl");
 
         assertThatThrownBy(() -> track(Gateways.start("http://127.0.0.1:" + TestRoutes.closedPort(),
-                Map.of("spring.data.redis.cluster.nodes", cluster.nodes(), "idempotency.store-timeout", "5s"))))
+                Map.of("spring.data.redis.cluster.nodes", cluster.nodes(), "idempotency.store-timeout", "5s"),
+                capture())))
                 .hasRootCauseInstanceOf(EvictingRedis.class);
         assertThat(failureScreen()).contains("127.0.0.1:" + second + ": maxmemory-policy volatile-ttl")
                 .doesNotContain(cluster.ports().get(0) + ": maxmemory-policy");
@@ -210,7 +254,7 @@ class RedisMemoryIntegrationTest {
         Map<String, String> settings = new HashMap<>(Map.of("spring.data.redis.cluster.nodes", cluster.nodes(),
                 "idempotency.store-timeout", "5s", "idempotency.store.check-interval", "200ms"));
         ConfigurableApplicationContext gateway = track(Gateways.start(
-                "http://127.0.0.1:" + TestRoutes.closedPort(), settings));
+                "http://127.0.0.1:" + TestRoutes.closedPort(), settings, capture()));
         for (int port : cluster.ports()) {
             await(() -> !cliQuietly(port, "keys", "idempotency-memory:*").isBlank(), "a marker on master " + port);
         }
@@ -234,7 +278,7 @@ class RedisMemoryIntegrationTest {
                 "idempotency.store-timeout", "5s",
                 "idempotency.store.check-interval", "200ms"));
         settings.putAll(more);
-        return track(Gateways.start("http://127.0.0.1:" + TestRoutes.closedPort(), settings));
+        return track(Gateways.start("http://127.0.0.1:" + TestRoutes.closedPort(), settings, capture()));
     }
 
     private ConfigurableApplicationContext track(ConfigurableApplicationContext gateway) {
