@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import java.util.HashMap;
 import java.util.Map;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ApplicationListener;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.web.reactive.function.client.WebClient;
 
@@ -14,6 +15,12 @@ public final class Gateways {
 
     /** Starts a gateway on a random port with the Idempotency route {@code onboarding} on {@code /merchants/**}. */
     public static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore) {
+        return start(upstreamUri, redisAndMore, new ApplicationListener<?>[0]);
+    }
+
+    /** As above, with listeners of the application's own events (e.g. to capture the log once Boot has set it up). */
+    public static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore,
+            ApplicationListener<?>... listeners) {
         String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
         Map<String, Object> properties = new HashMap<>(redisAndMore);
         properties.put("server.port", "0");
@@ -21,7 +28,8 @@ public final class Gateways {
         properties.put(prefix + "uri", upstreamUri);
         properties.put(prefix + "predicates[0]", "Path=/merchants/**");
         properties.put(prefix + "filters[0].name", "Idempotency");
-        return new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(properties).run();
+        return new SpringApplicationBuilder(IdempotencyGatewayApplication.class).properties(properties)
+                .listeners(listeners).run();
     }
 
     public static WebClient client(ConfigurableApplicationContext gateway) {

@@ -14,24 +14,35 @@ import java.util.concurrent.TimeUnit;
  * in a folder of its own under {@code target/}.
  */
 public final class LocalRedisServer implements AutoCloseable {
-    private final Process process;
     private final int port;
     private final Path directory;
+    private final List<String> command;
+    private Process process;
 
     /** @param portOption {@code --port}, or {@code --tls-port} for a TLS-only server */
     public LocalRedisServer(String portOption, String... settings) throws IOException {
         port = LocalRedisCluster.freePort();
         directory = Files.createDirectories(Path.of("target/redis-secured-" + System.nanoTime())).toAbsolutePath();
-        List<String> command = new ArrayList<>(List.of("redis-server", "--bind", "127.0.0.1", "--save", "",
+        command = new ArrayList<>(List.of("redis-server", "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--dir", directory.toString()));
         if (portOption.equals("--tls-port")) {
             command.addAll(List.of("--port", "0"));
         }
         command.addAll(List.of(portOption, Integer.toString(port)));
         command.addAll(List.of(settings));
+        launch();
+    }
+
+    private void launch() throws IOException {
         process = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(directory.resolve("redis.log").toFile()).start();
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(directory.resolve("redis.log").toFile())).start();
         awaitListening();
+    }
+
+    /** Stops it and starts it again on the same port with the same settings: without persistence, empty. */
+    public void restart() throws IOException {
+        LocalRedisCluster.stopAll(List.of(process));
+        launch();
     }
 
     /** Listening, or a clear failure with Redis's own words when it refused the settings (no TLS support...). */

@@ -38,6 +38,7 @@ public record IdempotencyProperties(
         @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
         @DefaultValue RecordCountSampling recordCounts,
+        @DefaultValue StoreMemory store,
         @DefaultValue("true") boolean failOnUnknownSettings,
         @DefaultValue("4096") int rememberedFingerprints) {
 
@@ -74,6 +75,24 @@ public record IdempotencyProperties(
      */
     public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay,
             @DefaultValue("60s") Duration restoreInterval) {
+    }
+
+    /**
+     * Whether the Redis behind the store can forget records, checked at startup and every {@code checkInterval}: its
+     * {@code maxmemory-policy}, its persistence, and a marker key per master that a loss of its memory removes.
+     *
+     * @param allowEviction start (with a WARN) on a Redis whose {@code maxmemory-policy} evicts keys, instead of
+     *                      refusing to: the operator accepts that evicted records let duplicates through
+     * @param checkInterval how often the policy and the memory markers are checked while running
+     */
+    public record StoreMemory(@DefaultValue("false") boolean allowEviction,
+            @DefaultValue("10s") Duration checkInterval) {
+        public StoreMemory {
+            if (checkInterval.isNegative() || checkInterval.isZero()) {
+                throw new IllegalArgumentException("idempotency.store.check-interval must be positive, was "
+                        + checkInterval);
+            }
+        }
     }
 
     /**

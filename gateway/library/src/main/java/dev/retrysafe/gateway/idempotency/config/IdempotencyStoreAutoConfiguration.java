@@ -1,11 +1,13 @@
 package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisMemoryWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
@@ -13,9 +15,11 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -101,6 +105,34 @@ public class IdempotencyStoreAutoConfiguration {
         return new RedisProcessQueue(bytesTemplate(connectionFactory), cluster);
     }
 
+    /**
+     * Whether the Redis can forget records (eviction, persistence, memory lost), at startup and every
+     * {@code idempotency.store.check-interval}; a check waits for Redis up to {@code store-timeout} + 5 s (a first
+     * connection on a busy machine), after which a startup goes on and the check is tried again.
+     */
+    @Bean
+    @ConditionalOnBean(RedisIdempotencyStore.class)
+    @ConditionalOnMissingBean
+    RedisMemoryWatch idempotencyRedisMemoryWatch(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties, ObjectProvider<IdempotencyMetrics> metrics) {
+        boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
+        IdempotencyMetrics meters = metrics.getIfAvailable();
+        Runnable countLoss = meters == null ? () -> { } : meters::storeMemoryLost;
+        return RedisMemoryWatch.on(bytesTemplate(connectionFactory), cluster, singleRedisName(connectionFactory),
+                properties.store().allowEviction(), properties.store().checkInterval(),
+                properties.storeTimeout().plusSeconds(5), properties.replicaAcks(), countLoss);
+    }
+
+    private static String singleRedisName(ReactiveRedisConnectionFactory connectionFactory) {
+        if (!(connectionFactory instanceof LettuceConnectionFactory lettuce)) {
+            return "redis";
+        }
+        if (lettuce.getSentinelConfiguration() != null && lettuce.getSentinelConfiguration().getMaster() != null) {
+            return "Sentinel master " + lettuce.getSentinelConfiguration().getMaster().getName();
+        }
+        return lettuce.getHostName() + ":" + lettuce.getPort();
+    }
+
     private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,
             IdempotencyProperties properties) {
         if (properties.replicaAcks() == 0) {
@@ -134,11 +166,13 @@ public class IdempotencyStoreAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnEnabledHealthIndicator("idempotency-store")
     RedisStoreHealthIndicator idempotencyStoreHealthIndicator(ReactiveRedisConnectionFactory connectionFactory,
-            IdempotencyProperties properties) {
+            IdempotencyProperties properties, ObjectProvider<RedisMemoryWatch> memoryWatch) {
         String whileDown = properties.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD
                 ? "forwarded unprotected, each one logged and counted (idempotency.store-unavailable=forward)"
                 : "refused with 503 and Retry-After, nothing forwarded (idempotency.store-unavailable=reject)";
-        return new RedisStoreHealthIndicator(bytesTemplate(connectionFactory), properties.storeTimeout(), whileDown);
+        RedisMemoryWatch watch = memoryWatch.getIfAvailable();
+        return new RedisStoreHealthIndicator(bytesTemplate(connectionFactory), properties.storeTimeout(), whileDown,
+                watch == null ? Map::of : watch::details);
     }
 
     static ReactiveRedisTemplate<String, byte[]> bytesTemplate(ReactiveRedisConnectionFactory connections) {

@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.filter.InvalidRouteSetting;
+import dev.retrysafe.gateway.idempotency.store.redis.EvictingRedis;
 import java.util.stream.Collectors;
 import org.springframework.boot.context.properties.source.ConfigurationProperty;
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
@@ -32,6 +33,9 @@ public final class SettingsFailureAnalyzer implements FailureAnalyzer {
             if (cause instanceof InvalidRouteSetting invalid) {
                 return invalid(invalid);
             }
+            if (cause instanceof EvictingRedis evicting) {
+                return evicting(evicting);
+            }
         }
         return null;
     }
@@ -41,6 +45,21 @@ public final class SettingsFailureAnalyzer implements FailureAnalyzer {
                 .collect(Collectors.joining("\n"));
         return new FailureAnalysis("Settings that nothing reads (they would be ignored, and the defaults used):\n"
                 + list, "Correct or remove them. " + REFERENCE, failure);
+    }
+
+    private static FailureAnalysis evicting(EvictingRedis failure) {
+        String masters = failure.policies().entrySet().stream().sorted(java.util.Map.Entry.comparingByKey())
+                .map(master -> "  Redis " + master.getKey() + ": maxmemory-policy " + master.getValue())
+                .collect(Collectors.joining("\n"));
+        return new FailureAnalysis("Redis evicts keys when its memory is full, and would silently forget idempotency "
+                + "records: a retry of a request whose record was evicted is forwarded again.\n" + masters
+                + "\n  (The volatile-* policies evict them too: every record has a TTL. Managed Redis services "
+                + "default to volatile-lru.)",
+                "Set maxmemory-policy to noeviction on every master: CONFIG SET maxmemory-policy noeviction (and in "
+                        + "redis.conf, or CONFIG REWRITE, to keep it across restarts); on a managed Redis, in its "
+                        + "parameter group. When Redis is full, guarded requests are then refused with 503 instead. "
+                        + "Or accept the risk: idempotency.store.allow-eviction=true. See docs/operations/redis.md.",
+                failure);
     }
 
     private FailureAnalysis invalid(InvalidRouteSetting failure) {

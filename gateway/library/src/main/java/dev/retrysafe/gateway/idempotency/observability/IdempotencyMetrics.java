@@ -22,10 +22,12 @@ public final class IdempotencyMetrics {
     public static final String IN_FLIGHT = "idempotency.requests.in.flight";
     public static final String WAITING = "idempotency.requests.waiting";
     public static final String STORED_RESPONSE = "idempotency.stored.response";
+    public static final String STORE_MEMORY_LOST = "idempotency.store.memory-lost";
 
     private final MeterRegistry registry;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicInteger waiting = new AtomicInteger();
+    private final Counter memoryLost;
     // Builders with histograms are not free: one meter per tag combination, looked up by a flat key.
     private final Map<String, Counter> requests = new ConcurrentHashMap<>();
     private final Map<String, Timer> storeTimers = new ConcurrentHashMap<>();
@@ -38,6 +40,10 @@ public final class IdempotencyMetrics {
                 .register(registry);
         Gauge.builder(WAITING, waiting, AtomicInteger::get)
                 .description("Duplicates on this instance waiting for their in-flight original")
+                .register(registry);
+        // Registered at 0 from the start, so that an alert on its increase has a series to look at.
+        memoryLost = Counter.builder(STORE_MEMORY_LOST)
+                .description("Losses of a Redis master's memory seen by this instance (its marker key gone)")
                 .register(registry);
     }
 
@@ -75,6 +81,11 @@ public final class IdempotencyMetrics {
                         .maximumExpectedValue(8.0 * 1024 * 1024)
                         .register(registry))
                 .record(bytes);
+    }
+
+    /** Counts one loss of a Redis master's memory (a restart without persistence, an empty replica, FLUSHALL). */
+    public void storeMemoryLost() {
+        memoryLost.increment();
     }
 
     /** Counts one request as exchanging with the upstream until the returned handle is closed. */

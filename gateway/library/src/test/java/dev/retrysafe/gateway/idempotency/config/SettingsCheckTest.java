@@ -19,7 +19,9 @@ class SettingsCheckTest {
             .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
                     DataRedisReactiveAutoConfiguration.class, IdempotencyStoreAutoConfiguration.class,
                     IdempotencyObservabilityAutoConfiguration.class, IdempotencyOperatorAutoConfiguration.class,
-                    IdempotencyFilterAutoConfiguration.class));
+                    IdempotencyFilterAutoConfiguration.class))
+            // Nothing listens on port 1: the store's startup checks find no Redis (never the machine's on 6379).
+            .withPropertyValues("spring.data.redis.port=1");
 
     @Test
     void aMisspeltPropertyFailsTheStartupNamingTheOneMeant() {

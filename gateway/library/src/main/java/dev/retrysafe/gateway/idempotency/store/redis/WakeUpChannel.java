@@ -67,7 +67,7 @@ public enum WakeUpChannel {
     }
 
     /** An error reply of Redis itself, as opposed to a connection that failed or timed out. */
-    private static boolean refusedByRedis(Throwable e) {
+    static boolean refusedByRedis(Throwable e) {
         for (Throwable cause = e; cause != null; cause = cause.getCause()) {
             if (cause instanceof RedisCommandExecutionException) {
                 return true;
