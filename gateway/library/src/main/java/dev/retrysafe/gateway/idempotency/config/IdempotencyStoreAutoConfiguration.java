@@ -6,6 +6,7 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMemoryWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
@@ -85,12 +86,20 @@ public class IdempotencyStoreAutoConfiguration {
         return new SettleSignals();
     }
 
+    /** The store's connection opened at startup, in the background, never on a request's thread. */
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    PreopenedConnections idempotencyStoreConnections(ReactiveRedisConnectionFactory connectionFactory) {
+        return new PreopenedConnections(connectionFactory);
+    }
+
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
-    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, RedisWakeUps wakeUps,
-            IdempotencyProperties properties, EncryptionKeys encryption) {
-        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), wakeUps,
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory,
+            PreopenedConnections connections, RedisWakeUps wakeUps, IdempotencyProperties properties,
+            EncryptionKeys encryption) {
+        return new RedisIdempotencyStore(bytesTemplate(connections.connections()), wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
                 RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
@@ -100,9 +109,10 @@ public class IdempotencyStoreAutoConfiguration {
     @Bean
     @ConditionalOnBean(RedisIdempotencyStore.class)
     @ConditionalOnMissingBean(ProcessQueue.class)
-    RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory) {
+    RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory,
+            PreopenedConnections connections) {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisProcessQueue(bytesTemplate(connectionFactory), cluster);
+        return new RedisProcessQueue(bytesTemplate(connections.connections()), cluster);
     }
 
     /**

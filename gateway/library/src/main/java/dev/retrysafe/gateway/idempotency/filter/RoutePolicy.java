@@ -60,6 +60,15 @@ public record RoutePolicy(
         return retention.plus(inFlightLease);
     }
 
+    /**
+     * How long a client's answer waits for the store call that settles its exchange: three store-timeouts, the
+     * first attempt and a retry after a short back-off. Past it the client gets its answer and the call goes on
+     * in the background (see docs/concepts/unknown-outcomes.md).
+     */
+    public Duration settleDeadline() {
+        return storeTimeout.multipliedBy(3);
+    }
+
     public boolean guards(String method) {
         return methods.contains(method);
     }

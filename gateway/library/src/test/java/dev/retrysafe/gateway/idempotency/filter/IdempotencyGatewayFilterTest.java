@@ -22,6 +22,7 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.support.ForwardingStore;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.support.MutableClock;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
@@ -40,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -421,6 +423,80 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
+    void aReservationWhoseCallNeverSubscribesIsAnswered503() {
+        // As a Redis call stuck opening its connection: Reactor's timeout() never starts when onSubscribe never
+        // comes, the store call's own deadline does.
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.from(subscriber -> { });
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(upstream.calls).hasValue(0);
+    }
+
+    @Test
+    void aReservationWhoseAnswerNeverCameIsReleasedSoTheRetryIsForwarded() {
+        // The reserve ran in the store, its answer never reached the gateway: a record with an owner nobody holds.
+        GatewayFilter lost = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return delegate.reserve(request).then(Mono.never());
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange refused = exchange(keyed().body(BODY));
+        lost.filter(refused, upstream).block(WAIT);
+        assertThat(refused.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released in the background");
+        MockServerWebExchange retry = send(keyed().body(BODY));
+        assertThat(retry.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aStoreThatNeverAnswersTheCompletionDoesNotHoldTheClientsAnswerPastTheSettleDeadline() {
+        // Each attempt is bounded, but five retries with back-off add up to seconds: the client waits three
+        // store-timeouts at most, the store call goes on.
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<CompletionResult> complete(Completion completion) {
+                return Mono.never();
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(body(exchange)).isEqualTo(ACCEPTED);
+    }
+
+    @Test
+    void aReleaseRefusedManyTimesIsRetriedUntilItIsDone() {
+        // A Redis away for a while after a 503 that is no result: the key must end free, not lapse to UNCERTAIN.
+        AtomicInteger refusals = new AtomicInteger();
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                return refusals.incrementAndGet() <= 6
+                        ? Mono.error(new IllegalStateException("Redis is away"))
+                        : delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        upstream.answerNextWith(503, "{\"error\":\"busy\"}");
+        MockServerWebExchange busy = exchange(keyed().body(BODY));
+        filter.filter(busy, upstream).block(WAIT);
+        assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released once the store answers");
+        assertThat(refusals.get()).isEqualTo(7);
+    }
+
+    @Test
     void withTheStoreUnavailableARouteThatSaysSoForwardsUnprotected() {
         GatewayFilter filter = factory(defaults(true), new ReserveFails(store)).apply(
                 new IdempotencyGatewayFilterFactory.Config());
@@ -520,12 +596,23 @@ class IdempotencyGatewayFilterTest {
 
     /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
     static RouteDefaults defaults(boolean forwardWhenStoreUnavailable) {
+        return defaults(forwardWhenStoreUnavailable, PROPERTIES.storeTimeout());
+    }
+
+    static RouteDefaults defaults(boolean forwardWhenStoreUnavailable, Duration storeTimeout) {
         IdempotencyProperties p = PROPERTIES;
         return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(), forwardWhenStoreUnavailable,
+                p.requestBodyTimeout(), storeTimeout, p.retryAfter(), forwardWhenStoreUnavailable,
                 p.rememberedFingerprints());
+    }
+
+    /** Polls (bounded) until the scope's record is as expected: background store calls end after the answer. */
+    void awaitRecord(Predicate<Optional<InMemoryIdempotencyStore.StoredRecord>> expected, String what) {
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop().filter(t -> expected.test(store.record(scope)))
+                .next().timeout(Duration.ofSeconds(20), Mono.empty()).block();
+        assertThat(expected.test(store.record(scope))).as(what).isTrue();
     }
 
     static String body(MockServerWebExchange exchange) {
@@ -635,7 +722,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose process links wait until the test lets them go; the order of events is noted. */
-    static final class LinkHeldUntilLetGo extends DelegatingStore {
+    static final class LinkHeldUntilLetGo extends ForwardingStore {
         final Sinks.Empty<Void> asked = Sinks.empty();
         final Sinks.Empty<Void> letGo = Sinks.empty();
         private final List<String> order;
@@ -657,7 +744,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose record writes never get an answer. */
-    static final class CompleteNeverAnswers extends DelegatingStore {
+    static final class CompleteNeverAnswers extends ForwardingStore {
         CompleteNeverAnswers(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -669,7 +756,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
-    static final class LinkNeverAnswers extends DelegatingStore {
+    static final class LinkNeverAnswers extends ForwardingStore {
         LinkNeverAnswers(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -681,7 +768,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store where each request's release lands before its reserve. */
-    static final class ReleasedBeforeReserved extends DelegatingStore {
+    static final class ReleasedBeforeReserved extends ForwardingStore {
         ReleasedBeforeReserved(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -693,7 +780,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store with Redis away: every reservation fails. */
-    static final class ReserveFails extends DelegatingStore {
+    static class ReserveFails extends ForwardingStore {
         ReserveFails(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -701,57 +788,6 @@ class IdempotencyGatewayFilterTest {
         @Override
         public Mono<Reservation> reserve(ReservationRequest request) {
             return Mono.error(new IllegalStateException("Unable to connect to Redis"));
-        }
-    }
-
-    /** The in-memory store, as is: each test's store overrides what it changes. */
-    static class DelegatingStore implements IdempotencyStore {
-        final IdempotencyStore delegate;
-
-        DelegatingStore(IdempotencyStore delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public Mono<Reservation> reserve(ReservationRequest request) {
-            return delegate.reserve(request);
-        }
-
-        @Override
-        public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
-            return delegate.renew(scope, owner, lease);
-        }
-
-        @Override
-        public Mono<CompletionResult> complete(Completion completion) {
-            return delegate.complete(completion);
-        }
-
-        @Override
-        public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-            return delegate.release(scope, owner);
-        }
-
-        @Override
-        public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason,
-                Duration ttl) {
-            return delegate.markUncertain(scope, owner, reason, ttl);
-        }
-
-        @Override
-        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-            return delegate.linkProcess(routeId, processId, scope, ttl);
-        }
-
-        @Override
-        public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue,
-                Duration retention) {
-            return delegate.processEnded(routeId, processId, terminalValue, retention);
-        }
-
-        @Override
-        public SettleWaiter awaitSettle(IdempotencyScope scope) {
-            return delegate.awaitSettle(scope);
         }
     }
 }
