@@ -122,18 +122,15 @@ public final class RedisFaultProxy implements AutoCloseable {
         }
     }
 
-    /** When a chunk read now from Redis may be delivered. */
-    private long replyDueAt(long readAt) {
-        synchronized (faults) {
-            return readAt < delayUntilNanos ? readAt + delayNanos : readAt;
-        }
-    }
-
-    /** Waits while the proxy is stalled or until {@code dueAt}; false when the proxy closed meanwhile. */
-    private boolean awaitDelivery(long dueAt, Link link) throws InterruptedException {
+    /**
+     * Waits while the proxy is stalled and, for a reply read in a delay window, until the delay has passed (asked
+     * again on each wake-up, so that {@link #heal} lets it go at once); false when the link was cut meanwhile.
+     */
+    private boolean awaitDelivery(Chunk chunk, boolean reply, Link link) throws InterruptedException {
         synchronized (faults) {
             while (!closed && !link.cut) {
                 long now = System.nanoTime();
+                long dueAt = reply && chunk.readAt < delayUntilNanos ? chunk.readAt + delayNanos : chunk.readAt;
                 long until = Math.max(dueAt, stallUntilNanos);
                 if (now >= until) {
                     return true;
@@ -165,7 +162,7 @@ public final class RedisFaultProxy implements AutoCloseable {
         }
     }
 
-    private record Chunk(byte[] bytes, long dueAt) {
+    private record Chunk(byte[] bytes, long readAt) {
     }
 
     /** One client connection and its connection to Redis. */
@@ -185,20 +182,19 @@ public final class RedisFaultProxy implements AutoCloseable {
         }
 
         void start() {
-            thread("commands-in", () -> read(client, commands, false));
+            thread("commands-in", () -> read(client, commands));
             thread("commands-out", () -> write(commands, redis, false));
-            thread("replies-in", () -> read(redis, replies, true));
+            thread("replies-in", () -> read(redis, replies));
             thread("replies-out", () -> write(replies, client, true));
         }
 
-        private void read(Socket from, BlockingQueue<Chunk> queue, boolean reply) {
+        private void read(Socket from, BlockingQueue<Chunk> queue) {
             byte[] buffer = new byte[16 * 1024];
             try {
                 InputStream in = from.getInputStream();
                 int read;
                 while ((read = in.read(buffer)) >= 0) {
-                    long now = System.nanoTime();
-                    queue.add(new Chunk(Arrays.copyOf(buffer, read), reply ? replyDueAt(now) : now));
+                    queue.add(new Chunk(Arrays.copyOf(buffer, read), System.nanoTime()));
                 }
             } catch (IOException e) {
                 // this side hung up, or the link was cut
@@ -212,7 +208,7 @@ public final class RedisFaultProxy implements AutoCloseable {
                 OutputStream out = to.getOutputStream();
                 while (true) {
                     Chunk chunk = queue.take();
-                    if (!awaitDelivery(chunk.dueAt, this)) {
+                    if (!awaitDelivery(chunk, reply, this)) {
                         return;
                     }
                     if (chunk.bytes == null) {

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -80,6 +81,18 @@ public final class RestartableRedis implements AutoCloseable {
         if (process != null) {
             process.destroyForcibly();
             process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** SIGKILL, then its AOF removed: the next {@link #start} begins empty, as a Redis without persistence would. */
+    public synchronized void killAndForget() throws InterruptedException, IOException {
+        kill();
+        try (var files = Files.walk(directory)) {
+            for (Path file : files.sorted(Comparator.reverseOrder()).toList()) {
+                if (!file.equals(directory) && !file.getFileName().toString().equals("redis.log")) {
+                    Files.delete(file);
+                }
+            }
         }
     }
 
