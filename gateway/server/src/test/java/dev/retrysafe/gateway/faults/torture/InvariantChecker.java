@@ -6,6 +6,7 @@ import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -65,11 +66,20 @@ final class InvariantChecker {
     /**
      * @param record   the key's record after the run settled, {@code null} when there is none
      * @param receipts what the upstream received with this key, in order
-     * @param forgotten Redis may have forgotten the key's record (a restart without persistence after it began):
-     *                 what needs the record to have been kept is not checked
+     * @param forgotten Redis may have forgotten the key's record (a restart without persistence after it began, or a
+     *                 lossy failover while it was under way): what needs the record to have been kept is not checked
+     * @param lossWindowClosed when the key was under way in a lossy failover's window, when the last such window
+     *                 closed (else null): a record reserved before then may be one the failover rolled back (its
+     *                 release or settle lost), so invariants 3 and 4 are not checked on it; a record reserved after
+     *                 (a reserve re-sent to the new master after the gateway gave up) is checked as any other
      */
-    void check(KeyHistory history, RecordView record, List<Receipt> receipts, boolean forgotten) {
+    void check(KeyHistory history, RecordView record, List<Receipt> receipts, boolean forgotten,
+            Instant lossWindowClosed) {
         String key = history.key();
+        boolean rolledBack = lossWindowClosed != null && record != null && record.reservedAt() != null
+                && !Instant.parse(record.reservedAt()).isAfter(lossWindowClosed);
+        String window = lossWindowClosed == null ? "" : " [under way in a lossy failover's window, closed at "
+                + lossWindowClosed + "]";
         for (Attempt attempt : history.attempts()) {
             check(EVERY_ATTEMPT_ENDED, key, attempt.status() != WireClient.NO_ANSWER,
                     () -> "attempt " + attempt.fault().label + " (" + attempt.detail() + ") hung");
@@ -95,13 +105,14 @@ final class InvariantChecker {
         }
 
         if (record != null && "UNCERTAIN".equals(record.state())) {
-            check(UNCERTAIN_WAS_SENT, key, !receipts.isEmpty(), () -> "UNCERTAIN (" + record.uncertainReason()
-                    + ") but the upstream never received it; attempts " + attempts(history));
+            check(UNCERTAIN_WAS_SENT, key, rolledBack || !receipts.isEmpty(), () -> "UNCERTAIN ("
+                    + record.uncertainReason()
+                    + ") but the upstream never received it; attempts " + attempts(history) + window);
         }
 
-        check(NOTHING_LEFT_IN_FLIGHT, key, record == null || !"IN_FLIGHT".equals(record.state()),
+        check(NOTHING_LEFT_IN_FLIGHT, key, rolledBack || record == null || !"IN_FLIGHT".equals(record.state()),
                 () -> "still IN_FLIGHT, reserved at " + record.reservedAt() + ", lease until " + record.leaseUntil()
-                        + "; receipts " + ids(receipts) + "; attempts " + attempts(history));
+                        + "; receipts " + ids(receipts) + "; attempts " + attempts(history) + window);
 
         for (Attempt attempt : history.attempts()) {
             if (!forgotten && attempt.status() >= 200 && attempt.status() < 300) {

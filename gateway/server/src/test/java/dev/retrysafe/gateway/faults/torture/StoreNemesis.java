@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.faults.torture;
 import dev.retrysafe.gateway.support.RedisFaultProxy;
 import dev.retrysafe.gateway.support.RestartableRedis;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -14,16 +15,27 @@ import java.util.stream.Collectors;
  * A thread that, from the run's seed, applies one random store fault after another while the exchanges run: a quiet
  * gap, then a fault for a while (each shorter than the in-flight lease, so a correct gateway can always settle within
  * a lease), until stopped. It logs what it did; around a forgetting restart it lets the run note which keys lose
- * their records.
+ * their records. On a Sentinel or Cluster topology the faults are failovers ({@link Failovers}): each runs until the
+ * new master takes writes and the old one is its replica, and the next waits until the replicas are in sync again;
+ * a failover that may lose writes reports its window to the run.
  */
 final class StoreNemesis implements AutoCloseable {
     /** One fault as applied: when it began (System.nanoTime) and how long it lasted. */
     record Applied(StoreFault fault, long startedNanos, Duration lasted) {
     }
 
+    /**
+     * From the moment a lossy failover began to the moment the old master could no longer take a write
+     * (System.nanoTime), and that end on the wall clock, to compare with the records' times.
+     */
+    record LossWindow(long fromNanos, long untilNanos, Instant until) {
+    }
+
     private final List<StoreFault> faults;
     private final RedisFaultProxy proxy;
     private final RestartableRedis redis;
+    private final Failovers failovers;
+    private final List<LossWindow> lossWindows = new ArrayList<>();
     private final Duration storeTimeout;
     private final Duration longest;
     private final Random random;
@@ -41,11 +53,23 @@ final class StoreNemesis implements AutoCloseable {
      */
     StoreNemesis(long seed, List<StoreFault> faults, RedisFaultProxy proxy, RestartableRedis redis,
             Duration storeTimeout, Duration longest, Runnable beforeForgetting, Runnable afterForgetting) {
+        this(seed, faults, proxy, redis, null, storeTimeout, longest, beforeForgetting, afterForgetting);
+    }
+
+    /** On a Sentinel or Cluster topology: failovers only. */
+    StoreNemesis(long seed, List<StoreFault> faults, Failovers failovers) {
+        this(seed, faults, null, null, failovers, Duration.ZERO, Duration.ZERO, () -> { }, () -> { });
+    }
+
+    private StoreNemesis(long seed, List<StoreFault> faults, RedisFaultProxy proxy, RestartableRedis redis,
+            Failovers failovers, Duration storeTimeout, Duration longest, Runnable beforeForgetting,
+            Runnable afterForgetting) {
         this.beforeForgetting = beforeForgetting;
         this.afterForgetting = afterForgetting;
         this.faults = faults;
         this.proxy = proxy;
         this.redis = redis;
+        this.failovers = failovers;
         this.storeTimeout = storeTimeout;
         this.longest = longest;
         this.random = new Random(seed ^ 0x5EED_57_0BEL);
@@ -109,6 +133,29 @@ final class StoreNemesis implements AutoCloseable {
                 pause(lasted);
                 redis.start();
             }
+            case FAILOVER -> {
+                long from = System.nanoTime();
+                if (failovers.failOver(random)) {
+                    noteLoss(from);
+                }
+                failovers.awaitReplicated();
+            }
+            case KILL_MASTER -> {
+                failovers.killMaster(random, () -> noteLoss(System.nanoTime()), this::noteLoss);
+                failovers.awaitReplicated();
+            }
+        }
+    }
+
+    private void noteLoss(long fromNanos) {
+        synchronized (lossWindows) {
+            lossWindows.add(new LossWindow(fromNanos, System.nanoTime(), Instant.now()));
+        }
+    }
+
+    List<LossWindow> lossWindows() {
+        synchronized (lossWindows) {
+            return List.copyOf(lossWindows);
         }
     }
 
@@ -132,14 +179,21 @@ final class StoreNemesis implements AutoCloseable {
                 .collect(Collectors.joining(", "));
     }
 
-    /** Stops after the fault under way, heals the wire and makes sure Redis runs. */
+    /**
+     * Stops after the fault under way, heals the wire and makes sure Redis runs. A failover is let finish (cut short
+     * it would leave a master down); it is bounded by its own waits.
+     */
     @Override
     public void close() throws Exception {
         stopping = true;
-        thread.interrupt();
-        thread.join(Duration.ofSeconds(30).toMillis());
-        proxy.heal();
-        redis.start();
+        if (failovers == null) {
+            thread.interrupt();
+        }
+        thread.join((failovers == null ? Duration.ofSeconds(30) : Duration.ofMinutes(5)).toMillis());
+        if (failovers == null) {
+            proxy.heal();
+            redis.start();
+        }
         if (failure != null) {
             throw new IllegalStateException("The store nemesis failed", failure);
         }

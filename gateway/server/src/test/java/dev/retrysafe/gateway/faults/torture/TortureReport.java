@@ -30,7 +30,8 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
     String text() {
         StringBuilder out = new StringBuilder();
         long attempts = histories.stream().mapToLong(h -> h.attempts().size()).sum();
-        out.append(settings.storeFaulted() ? "Store torture, " : "Wire torture, ").append(Instant.now()).append('\n')
+        out.append(settings.storeFaulted() ? "Store torture (" + settings.topology().label + "), " : "Wire torture, ")
+                .append(Instant.now()).append('\n')
                 .append("  seed ").append(settings.seed()).append(", ").append(histories.size()).append(" exchanges (")
                 .append(attempts).append(" requests), ").append(settings.threads()).append(" client threads")
                 .append(settings.restart() ? ", gateway restarted mid-run: " + restarted : "").append('\n')
@@ -76,7 +77,8 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
     Path write() throws IOException {
         Path directory = Path.of("target", "torture");
         Files.createDirectories(directory);
-        String name = (settings.storeFaulted() ? "store-torture-" : "torture-") + settings.seed();
+        String name = (!settings.storeFaulted() ? "torture-" : settings.topology() == StoreTopology.STANDALONE
+                ? "store-torture-" : "store-torture-" + settings.topology().label + "-") + settings.seed();
         Path file = directory.resolve(name + ".txt");
         Files.writeString(file, text());
         Map<String, List<Integer>> receiptIds = receipts.stream().filter(r -> r.key != null).collect(

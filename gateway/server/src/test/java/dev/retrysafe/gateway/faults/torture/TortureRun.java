@@ -17,9 +17,11 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.io.IOException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.Set;
@@ -41,7 +43,10 @@ import reactor.core.publisher.Flux;
  * for in-flight exchanges to settle, and the invariants over the records, the upstream log and what clients got.
  * With store faults ({@link TortureSettings#storeFaulted()}) the gateway reaches a restartable Redis through the
  * {@link RedisFaultProxy}, with {@link #STORE_TIMEOUT}, while the {@link StoreNemesis} faults it; once the faults
- * end, each write the upstream acknowledged is retried cleanly and must replay.
+ * end, each write the upstream acknowledged is retried cleanly and must replay. On a Sentinel or Cluster topology
+ * ({@link TortureSettings#topology()}) the gateway reaches the replicated Redis directly and the nemesis fails its
+ * masters over; keys under way within {@link #REPLICATION_WINDOW} before a lossy failover, until the old master
+ * could no longer take writes, are exempt as a forgetting restart's are.
  */
 final class TortureRun implements AutoCloseable {
     static final String ROUTE_ID = "onboarding";
@@ -55,6 +60,12 @@ final class TortureRun implements AutoCloseable {
     static final Duration STORE_TIMEOUT = Duration.ofMillis(300);
     /** The longest store fault: below the lease, so a correct gateway can always settle within one. */
     static final Duration LONGEST_STORE_FAULT = Duration.ofMillis(1500);
+    /**
+     * How long before a lossy failover a write may still be missing on the replica that is promoted. Replication on
+     * loopback takes well under a millisecond; a second covers a loaded machine and the writes (release, settle)
+     * that follow a client's answer.
+     */
+    static final Duration REPLICATION_WINDOW = Duration.ofSeconds(1);
 
     /**
      * The longest a client may wait for its answer when Redis misbehaves, from the settings: its own stall
@@ -68,10 +79,14 @@ final class TortureRun implements AutoCloseable {
                 .plus(IN_FLIGHT_WAIT).plus(RESPONSE_TIMEOUT).plus(LEASE).plus(SETTLE_SLACK);
     }
 
+    /** The keys of {@link #awaitServing}'s probes: not exchanges of the run. */
+    private static final String HEALED_PROBE = "healed-";
+
     private final TortureSettings settings;
     private final EmbeddedRedisServer redis;
     private final RestartableRedis storeRedis;
     private final RedisFaultProxy proxy;
+    private final Failovers failovers;
     private final StoreNotOwnerLog notOwner = new StoreNotOwnerLog();
     private final RecordingUpstream upstream;
     private final WireClient client;
@@ -83,20 +98,30 @@ final class TortureRun implements AutoCloseable {
     private final Map<String, String> keysByScope = new ConcurrentHashMap<>();
     /** Keys whose records a forgetting restart may have erased: exempt from what needs the record kept. */
     private final Set<String> forgotten = ConcurrentHashMap.newKeySet();
+    /** When each key's exchange ended (System.nanoTime): with its start, what a failover's loss window can reach. */
+    private final Map<String, Long> endedNanos = new ConcurrentHashMap<>();
     /** Closed while the gateway restarts: exchanges not yet begun wait; those under way meet the closed port. */
     private volatile CountDownLatch gatewayUp = new CountDownLatch(0);
 
     TortureRun(TortureSettings settings) throws Exception {
         this.settings = settings;
-        if (settings.storeFaulted()) {
+        if (settings.storeFaulted() && settings.topology() != StoreTopology.STANDALONE) {
+            redis = null;
+            storeRedis = null;
+            proxy = null;
+            failovers = settings.topology() == StoreTopology.SENTINEL ? new SentinelFailovers()
+                    : new ClusterFailovers();
+        } else if (settings.storeFaulted()) {
             redis = null;
             storeRedis = RestartableRedis.persistent();
             proxy = new RedisFaultProxy(storeRedis.port());
+            failovers = null;
         } else {
             redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
             redis.start();
             storeRedis = null;
             proxy = null;
+            failovers = null;
         }
         upstream = new RecordingUpstream(Duration.ofMillis(300));
         startGateway();
@@ -105,8 +130,6 @@ final class TortureRun implements AutoCloseable {
 
     private void startGateway() {
         Map<String, String> properties = new HashMap<>(Map.of(
-                "spring.data.redis.host", "127.0.0.1",
-                "spring.data.redis.port", String.valueOf(proxy != null ? proxy.port() : redis.port()),
                 "idempotency.in-flight-lease", LEASE.toMillis() + "ms",
                 "idempotency.in-flight-wait", IN_FLIGHT_WAIT.toMillis() + "ms",
                 "idempotency.request-body-timeout", REQUEST_BODY_TIMEOUT.toMillis() + "ms",
@@ -114,6 +137,12 @@ final class TortureRun implements AutoCloseable {
                 "idempotency.record-counts.enabled", "false",
                 // One line per request at INFO would drown the report; warnings and errors still show.
                 "logging.level.dev.retrysafe.gateway.idempotency", "WARN"));
+        if (failovers != null) {
+            properties.putAll(failovers.gatewayProperties());
+        } else {
+            properties.put("spring.data.redis.host", "127.0.0.1");
+            properties.put("spring.data.redis.port", String.valueOf(proxy != null ? proxy.port() : redis.port()));
+        }
         if (settings.storeFaulted()) {
             properties.put("idempotency.store-timeout", STORE_TIMEOUT.toMillis() + "ms");
         }
@@ -128,8 +157,10 @@ final class TortureRun implements AutoCloseable {
         List<KeyHistory> histories = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(settings.threads());
         boolean restarted = false;
-        StoreNemesis nemesis = settings.storeFaulted() ? new StoreNemesis(settings.seed(), settings.storeFaults(),
-                proxy, storeRedis, STORE_TIMEOUT, LONGEST_STORE_FAULT, this::noteForgotten, this::noteRunning) : null;
+        StoreNemesis nemesis = !settings.storeFaulted() ? null
+                : failovers != null ? new StoreNemesis(settings.seed(), settings.storeFaults(), failovers)
+                : new StoreNemesis(settings.seed(), settings.storeFaults(), proxy, storeRedis, STORE_TIMEOUT,
+                        LONGEST_STORE_FAULT, this::noteForgotten, this::noteRunning);
         try (AutoCloseable faults = nemesis == null ? () -> { } : nemesis) {
             if (nemesis != null) {
                 nemesis.start();
@@ -157,6 +188,9 @@ final class TortureRun implements AutoCloseable {
         } finally {
             pool.shutdownNow();
         }
+        if (failovers != null) {
+            awaitServing();
+        }
         Duration ran = Duration.ofNanos(System.nanoTime() - started);
         long settleStarted = System.nanoTime();
         Map<String, RecordView> records = settle(histories);
@@ -165,10 +199,14 @@ final class TortureRun implements AutoCloseable {
         Map<String, List<Receipt>> receipts = upstream.receipts().stream()
                 .filter(r -> r.key != null).collect(Collectors.groupingBy(r -> r.key));
         InvariantChecker checker = new InvariantChecker(settings.storeFaulted());
-        Set<String> exempt = Set.copyOf(forgotten);
+        Map<String, Instant> lostInFailover = nemesis == null ? Map.of()
+                : lostInFailover(histories, nemesis.lossWindows());
+        Set<String> exempt = new HashSet<>(forgotten);
+        exempt.addAll(lostInFailover.keySet());
         for (KeyHistory history : histories) {
             List<Receipt> received = receipts.getOrDefault(history.key(), List.of());
-            checker.check(history, records.get(history.key()), received, exempt.contains(history.key()));
+            checker.check(history, records.get(history.key()), received, exempt.contains(history.key()),
+                    lostInFailover.get(history.key()));
         }
         checker.checkGauge(inFlightGauge());
         String store = "";
@@ -184,13 +222,17 @@ final class TortureRun implements AutoCloseable {
             for (KeyHistory history : histories) {
                 checker.checkAnswerBound(history, answerBound());
             }
-            store = "Store faults: " + nemesis.summary() + "\n  store-timeout " + STORE_TIMEOUT.toMillis()
-                    + " ms, answer bound " + answerBound().toMillis() + " ms; keys exempt (records erased by a forgetting restart): "
-                    + exempt.size() + "; store-not-owner events: " + notOwner.events().size() + " logged, "
+            store = "Store faults (" + settings.topology().label + "): " + nemesis.summary() + "\n  store-timeout "
+                    + STORE_TIMEOUT.toMillis() + " ms, answer bound " + answerBound().toMillis() + " ms; keys exempt: "
+                    + forgotten.size() + " erased by a forgetting restart, " + lostInFailover.size()
+                    + " under way in a lossy failover's window (" + nemesis.lossWindows().size() + " windows, from "
+                    + REPLICATION_WINDOW.toMillis() + " ms before each); store-not-owner events: "
+                    + notOwner.events().size() + " logged, "
                     + (long) gateway.getBean(IdempotencyEvents.class).count("store-not-owner") + " counted\n";
         }
-        return new TortureReport(settings, histories, records, upstream.receipts(), checker, ran, settling, restarted,
-                store);
+        List<Receipt> received = upstream.receipts().stream()
+                .filter(r -> r.key == null || !r.key.startsWith(HEALED_PROBE)).toList();
+        return new TortureReport(settings, histories, records, received, checker, ran, settling, restarted, store);
     }
 
     /**
@@ -220,6 +262,43 @@ final class TortureRun implements AutoCloseable {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * The keys a lossy failover may have made Redis forget a write of: those whose exchange was under way at some
+     * moment from {@link #REPLICATION_WINDOW} before the failover began until the old master could no longer take
+     * a write (it was dead, or a replica).
+     */
+    private Map<String, Instant> lostInFailover(List<KeyHistory> histories, List<StoreNemesis.LossWindow> windows) {
+        Map<String, Instant> lost = new HashMap<>();
+        for (KeyHistory history : histories) {
+            long ended = endedNanos.getOrDefault(history.key(), Long.MAX_VALUE);
+            for (StoreNemesis.LossWindow window : windows) {
+                if (history.startedNanos() <= window.untilNanos()
+                        && ended >= window.fromNanos() - REPLICATION_WINDOW.toNanos()) {
+                    lost.merge(history.key(), window.until(), (a, b) -> a.isAfter(b) ? a : b);
+                }
+            }
+        }
+        return lost;
+    }
+
+    /**
+     * After the last failover: fresh keys until 20 in a row are answered 201 (the gateway follows the new masters
+     * by itself, within a bounded minute), so that the replays that follow meet a healed gateway.
+     */
+    private void awaitServing() {
+        long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        Random random = new Random(settings.seed());
+        int inARow = 0;
+        for (int i = 0; inARow < 20; i++) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("The gateway did not serve again within a minute of the last failover");
+            }
+            String key = String.format(HEALED_PROBE + "%016x-%05d", settings.seed(), i);
+            Attempt probe = client.send(key, body(key, 0, random), ClientFault.CLEAN, random);
+            inARow = probe.status() == 201 ? inARow + 1 : 0;
         }
     }
 
@@ -273,6 +352,7 @@ final class TortureRun implements AutoCloseable {
             return new KeyHistory(key, fault, answer, attempts, started);
         } finally {
             running.remove(key);
+            endedNanos.put(key, System.nanoTime());
             finished.incrementAndGet();
         }
     }
@@ -351,6 +431,6 @@ final class TortureRun implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        Gateways.closeAll(gateway, upstream, redis == null ? null : redis::stop, proxy, storeRedis);
+        Gateways.closeAll(gateway, upstream, redis == null ? null : redis::stop, proxy, storeRedis, failovers);
     }
 }
