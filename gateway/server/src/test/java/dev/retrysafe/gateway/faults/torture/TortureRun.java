@@ -188,7 +188,7 @@ final class TortureRun implements AutoCloseable {
         } finally {
             pool.shutdownNow();
         }
-        if (failovers != null) {
+        if (nemesis != null) {
             awaitServing();
         }
         Duration ran = Duration.ofNanos(System.nanoTime() - started);
@@ -285,8 +285,9 @@ final class TortureRun implements AutoCloseable {
     }
 
     /**
-     * After the last failover: fresh keys until 20 in a row are answered 201 (the gateway follows the new masters
-     * by itself, within a bounded minute), so that the replays that follow meet a healed gateway.
+     * After the last store fault: fresh keys until 20 in a row are answered 201 (the gateway reconnects, and follows
+     * new masters, by itself, within a bounded minute), so that the records are read, and the acknowledged writes
+     * replayed, through a gateway that reaches Redis again.
      */
     private void awaitServing() {
         long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
