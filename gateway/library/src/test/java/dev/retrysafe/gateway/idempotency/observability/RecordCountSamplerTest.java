@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.observability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
@@ -25,7 +26,7 @@ class RecordCountSamplerTest {
         public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
             return Mono.fromSupplier(() -> {
                 samples.incrementAndGet();
-                return new RecordCounts(2, 1, java.util.OptionalLong.of(40), 0, 0);
+                return new RecordCounts(2, 1, java.util.OptionalLong.of(40), 0, 0, RecordAges.NONE);
             }).doOnNext(counts -> sampled.countDown());
         }
 
