@@ -128,9 +128,14 @@ public class IdempotencyStoreAutoConfiguration {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         IdempotencyMetrics meters = metrics.getIfAvailable();
         Runnable countLoss = meters == null ? () -> { } : meters::storeMemoryLost;
-        return RedisMemoryWatch.on(bytesTemplate(connectionFactory), cluster, singleRedisName(connectionFactory),
-                properties.store().allowEviction(), properties.store().checkInterval(),
-                properties.storeTimeout().plusSeconds(5), properties.replicaAcks(), countLoss);
+        RedisMemoryWatch watch = RedisMemoryWatch.on(bytesTemplate(connectionFactory), cluster,
+                singleRedisName(connectionFactory), properties.store().allowEviction(),
+                properties.store().checkInterval(), properties.storeTimeout().plusSeconds(5), properties.replicaAcks(),
+                countLoss);
+        if (meters != null) {
+            meters.evictingMasters(watch::evictingMasters);
+        }
+        return watch;
     }
 
     private static String singleRedisName(ReactiveRedisConnectionFactory connectionFactory) {
