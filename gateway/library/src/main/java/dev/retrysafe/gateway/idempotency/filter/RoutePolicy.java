@@ -3,15 +3,17 @@ package dev.retrysafe.gateway.idempotency.filter;
 import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
 /** One route's settings, resolved from its filter args and the global defaults, validated once at startup. */
 public record RoutePolicy(
-        String keyHeader,
+        KeySource keySource,
         KeyPolicy keyPolicy,
         Set<String> methods,
         RequestFingerprinter fingerprinter,
@@ -32,9 +34,7 @@ public record RoutePolicy(
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
-        if (keyHeader == null || keyHeader.isBlank()) {
-            throw new IllegalArgumentException("key-header must not be blank");
-        }
+        Objects.requireNonNull(keySource, "keySource");
         if (replayStatus < 200 || replayStatus > 299) {
             throw new IllegalArgumentException("replay-status must be a 2xx status, was " + replayStatus);
         }

@@ -215,6 +215,123 @@ class IdempotencyGatewayFilterTest {
         assertThat(upstream.calls).hasValue(1);
     }
 
+    // ---- the intent: ignored fields, intent headers, keys from the event
+
+    static final String STAMPED = "{\"merchant\":\"acme\",\"amount\":42,\"sentAt\":\"2026-01-15T10:00:00Z\"}";
+    static final String RESTAMPED = STAMPED.replace("10:00:00Z", "10:00:07Z");
+
+    @Test
+    void aRetryDifferingOnlyInAnIgnoredFieldIsReplayed() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintIgnore(List.of("/sentAt"));
+        GatewayFilter filter = filter(config);
+        through(filter, keyed().body(STAMPED));
+        MockServerWebExchange retry = through(filter, keyed().body(RESTAMPED));
+
+        assertThat(retry.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(200));
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(body(retry)).isEqualTo(ACCEPTED);
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void theSameFieldNotIgnoredStillMakesTheRetryAConflict() {
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        through(filter, keyed().body(STAMPED));
+        MockServerWebExchange retry = through(filter, keyed().body(RESTAMPED));
+
+        assertEnvelope(retry, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aStarIgnoresAFieldInEveryElementAndMemberButNotTheRest() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintIgnore(List.of("/items/*/attempt", "/meta/*/requestId"));
+        GatewayFilter filter = filter(config);
+        String body = "{\"items\":[{\"sku\":\"a\",\"attempt\":1},{\"sku\":\"b\",\"attempt\":1}],"
+                + "\"meta\":{\"web\":{\"requestId\":\"r-1\"},\"app\":{\"requestId\":\"r-2\"}}}";
+        through(filter, keyed().body(body));
+        MockServerWebExchange retry = through(filter, keyed().body(body.replace("\"attempt\":1", "\"attempt\":2")
+                .replace("r-1", "r-3").replace("r-2", "r-4")));
+        MockServerWebExchange changed = through(filter, keyed().body(body.replace("\"b\"", "\"c\"")));
+
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(changed, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anIntentHeaderThatDiffersIsAConflictEvenWithTheBodyBytesRemembered() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintHeaders(List.of("X-Api-Version"));
+        GatewayFilter filter = filter(config);
+        through(filter, keyed().header("X-Api-Version", "1").body(BODY));
+        MockServerWebExchange sameIntent = through(filter, keyed().header("x-api-version", "1").body(BODY));
+        MockServerWebExchange otherVersion = through(filter, keyed().header("X-Api-Version", "2").body(BODY));
+
+        assertThat(sameIntent.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(otherVersion, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aHeaderTheRouteDoesNotListIsNotPartOfTheRequest() {
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        through(filter, keyed().header("X-Api-Version", "1").body(BODY));
+        MockServerWebExchange retry = through(filter, keyed().header("X-Api-Version", "2").body(BODY));
+
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void twoDeliveriesOfOneEventWithoutAKeyHeaderReachTheUpstreamOnce() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("body:/id");
+        GatewayFilter filter = filter(config);
+        String event = "{\"id\":\"evt_1\",\"type\":\"invoice.paid\"}";
+        through(filter, post().body(event));
+        MockServerWebExchange redelivery = through(filter, post().body(event));
+        MockServerWebExchange another = through(filter, post().body("{\"id\":\"evt_2\",\"type\":\"invoice.paid\"}"));
+
+        assertThat(redelivery.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(another.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(upstream.calls).hasValue(2);
+        assertThat(store.size()).isEqualTo(2);
+    }
+
+    @Test
+    void twoDeliveriesWithOneDeliveryHeaderReachTheUpstreamOnce() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("header:X-GitHub-Delivery");
+        GatewayFilter filter = filter(config);
+        String delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+        through(filter, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        MockServerWebExchange redelivery = through(filter, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        MockServerWebExchange withoutIt = through(filter, keyed().body(BODY));
+
+        assertThat(redelivery.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(withoutIt, 422, "The X-GitHub-Delivery header is required.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anEventWithoutItsIdIsRefusedWith422NamingWhereTheKeyWasLookedFor() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("body:/id");
+        String where = "The idempotency key is taken from the request body at /id; ";
+
+        assertEnvelope(send(config, keyed().body("{\"type\":\"ping\"}")), 422, where + "it is missing.");
+        assertEnvelope(send(config, post().body("{\"id\":null}")), 422, where + "it is null.");
+        assertEnvelope(send(config, post().body("{\"id\":{\"v\":1}}")), 422,
+                where + "it must be a string or a number, was an object.");
+        assertEnvelope(send(config, post().contentType(MediaType.TEXT_PLAIN).body("evt_1")), 422,
+                where + "the body is not valid JSON.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
     // ---- in flight and uncertain
 
     @Test
@@ -563,6 +680,13 @@ class IdempotencyGatewayFilterTest {
     static MockServerWebExchange exchange(MockServerHttpRequest request) {
         MockServerWebExchange exchange = MockServerWebExchange.from(request);
         exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR, ROUTE);
+        return exchange;
+    }
+
+    /** Through one filter (one route: its remembered fingerprints are kept between requests). */
+    MockServerWebExchange through(GatewayFilter filter, MockServerHttpRequest request) {
+        MockServerWebExchange exchange = exchange(request);
+        filter.filter(exchange, upstream).block(WAIT);
         return exchange;
     }
 
