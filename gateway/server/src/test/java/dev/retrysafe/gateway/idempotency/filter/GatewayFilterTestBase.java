@@ -92,6 +92,7 @@ abstract class GatewayFilterTestBase {
                 "fingerprint-headers", "X-Api-Version"));
         route(registry, 14, "events", upstreamUri, "/events/**", Map.of("key-from", "body:/id"));
         route(registry, 15, "deliveries", upstreamUri, "/deliveries/**", Map.of("key-from", "header:X-GitHub-Delivery"));
+        // Subclasses add routes of their own from index 16 on: a shared index silently replaces a route.
     }
 
     @BeforeEach

@@ -33,6 +33,8 @@ public final class PreopenedConnections implements SmartLifecycle {
 
     private final ReactiveRedisConnectionFactory connections;
     private volatile boolean open;
+    /** Why the last attempt failed: a refused request says it (an untrusted certificate, a wrong password). */
+    private volatile RuntimeException lastFailure;
     private volatile Thread opener;
     private final CountDownLatch firstAttempt = new CountDownLatch(1);
 
@@ -76,8 +78,12 @@ public final class PreopenedConnections implements SmartLifecycle {
 
     private void requireOpen() {
         if (!open) {
-            throw new RedisConnectionFailureException("The Redis connection is not open yet (it is being opened in "
-                    + "the background since startup)");
+            RuntimeException failure = lastFailure;
+            throw failure == null
+                    ? new RedisConnectionFailureException("The Redis connection is not open yet (it is being opened "
+                            + "in the background since startup)")
+                    : new RedisConnectionFailureException("The Redis connection could not be opened yet (tried again "
+                            + "every " + TRY_AGAIN_AFTER.toSeconds() + " s): " + rootCause(failure), failure);
         }
     }
 
@@ -112,6 +118,7 @@ public final class PreopenedConnections implements SmartLifecycle {
                 log.info("Redis connection of the idempotency store open");
                 firstAttempt.countDown();
             } catch (RuntimeException e) {
+                lastFailure = e;
                 firstAttempt.countDown();
                 if (!warned) {
                     log.warn("Redis cannot be reached yet ({}); guarded requests get 503 until it can, trying again "
@@ -125,6 +132,14 @@ public final class PreopenedConnections implements SmartLifecycle {
                 }
             }
         }
+    }
+
+    private static String rootCause(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.toString();
     }
 
     @Override
