@@ -13,6 +13,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.StoreCall;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.time.Clock;
 import java.time.Duration;
@@ -68,7 +69,8 @@ final class ReservationLoop {
                 policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
                 path);
         return StoreCall.within(policy.storeTimeout(), () -> store.reserve(request))
-                .doOnError(e -> !(e instanceof StoredResponseUnreadable), e -> releaseGivenUp())
+                .doOnError(e -> !(e instanceof StoredResponseUnreadable) && !(e instanceof StoreCallNotSent),
+                        e -> releaseGivenUp())
                 .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), Unreachable::new);
     }
 
@@ -76,8 +78,9 @@ final class ReservationLoop {
      * A reserve given up (its answer too late, or none) may still have run in Redis, or run later: a record with
      * an owner nobody holds, which would refuse every retry until its lease lapsed and then call it "outcome
      * unknown" although nothing was sent. So it is released with this request's owner token, in the background
-     * (the client has its 503 at once), until Redis answers or the lease it may hold has ended. A reserve that
-     * never reached Redis finds nothing of its own to release, which is harmless.
+     * (the client has its 503 at once), until Redis answers or the lease it may hold has ended. A reserve the
+     * client refused before sending it ({@link StoreCallNotSent}: while Redis is away, every request) has nothing to
+     * undo, and would only add a retrying release per refused request.
      */
     private void releaseGivenUp() {
         StoreCall.retriedFor(policy.inFlightLease(), policy.storeTimeout(), () -> store.release(scope, owner))

@@ -69,6 +69,16 @@ public record RoutePolicy(
         return storeTimeout.multipliedBy(3);
     }
 
+    /**
+     * How long releasing a reservation or marking a record UNCERTAIN is tried again when Redis does not answer: as
+     * long as the record itself may exist. Given up at the lease's end, the record would lapse to UNCERTAIN with a
+     * guessed reason (a never-sent request "outcome unknown"), and its IN_FLIGHT state would outlive the exchange.
+     * Only exchanges under way when Redis went away retry (at most once a second), so the cost is bounded by them.
+     */
+    public Duration settleRetrySpan() {
+        return unsettledRecordTtl();
+    }
+
     public boolean guards(String method) {
         return methods.contains(method);
     }

@@ -348,32 +348,32 @@ final class UpstreamExchange {
     }
 
     /**
-     * Tried again until Redis answers or the lease has ended (a lease from now is past its end however recently it
-     * was renewed): after that the record lapses to UNCERTAIN on its own, with a less precise reason.
+     * Tried again until Redis answers, for as long as the record may exist ({@link RoutePolicy#settleRetrySpan()}):
+     * a lapsed lease would also leave it UNCERTAIN, but with a guessed reason, and IN_FLIGHT until someone looks.
      */
     private Mono<Void> markUncertain(String reason) {
-        return StoreCall.retriedFor(policy.inFlightLease(), policy.storeTimeout(),
+        return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(),
                         () -> store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl()))
                 .doOnNext(result -> events.markedUncertain(scope, reason, result))
                 .onErrorResume(e -> {
-                    log.error("Scope {} could not be marked uncertain within its lease ({}); it becomes uncertain "
-                            + "as its lease lapses", scope.hash(), e.toString());
+                    log.error("Scope {} could not be marked uncertain while its record may exist ({}); it becomes "
+                            + "uncertain as its lease lapses", scope.hash(), e.toString());
                     return Mono.empty();
                 })
                 .then();
     }
 
     /**
-     * Tried again until Redis answers or the lease has ended: given up earlier, a request never sent (or answered
-     * with no result) would lapse to UNCERTAIN and refuse every retry as "outcome unknown". The client does not
-     * wait for it beyond the settle deadline.
+     * Tried again until Redis answers, for as long as the record may exist ({@link RoutePolicy#settleRetrySpan()}):
+     * given up, a request never sent (or answered with no result) would lapse to UNCERTAIN and refuse every retry as
+     * "outcome unknown". The client does not wait for it beyond the settle deadline.
      */
     private Mono<Void> release() {
-        return StoreCall.retriedFor(policy.inFlightLease(), policy.storeTimeout(), () -> store.release(scope, owner))
+        return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(), () -> store.release(scope, owner))
                 .doOnNext(result -> events.released(scope, result))
                 .onErrorResume(e -> {
-                    log.warn("Reservation for scope {} could not be released within its lease ({}); it lapses to "
-                            + "uncertain", scope.hash(), e.toString());
+                    log.warn("Reservation for scope {} could not be released while its record may exist ({}); it "
+                            + "lapses to uncertain", scope.hash(), e.toString());
                     return Mono.empty();
                 })
                 .then();

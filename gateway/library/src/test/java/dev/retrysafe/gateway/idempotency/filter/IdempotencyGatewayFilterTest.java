@@ -22,6 +22,7 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.support.ForwardingStore;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.support.MutableClock;
@@ -40,6 +41,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
@@ -576,6 +578,47 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
+    void aReservationRefusedBeforeItWasSentLeavesNothingToRelease() {
+        // While Redis is away every request is refused before its reserve is written: nothing can run later, and a
+        // retrying release per refused request would only load the store when it comes back. The release of a
+        // reserve given up is asked synchronously, as the filter answers: counted once the answer is there.
+        AtomicInteger releases = new AtomicInteger();
+        GatewayFilter notSent = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.error(new StoreCallNotSent(new IllegalStateException("Commands are rejected")));
+            }
+
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                releases.incrementAndGet();
+                return delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange refused = exchange(keyed().body(BODY));
+        notSent.filter(refused, upstream).block(WAIT);
+        assertThat(refused.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(releases).as("nothing sent, nothing to undo").hasValue(0);
+
+        GatewayFilter timedOut = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.never();
+            }
+
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                releases.incrementAndGet();
+                return delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange late = exchange(keyed().body(BODY));
+        timedOut.filter(late, upstream).block(WAIT);
+        assertThat(late.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(releases).as("a reserve that may have run is released").hasPositiveValue();
+    }
+
+    @Test
     void aStoreThatNeverAnswersTheCompletionDoesNotHoldTheClientsAnswerPastTheSettleDeadline() {
         // Each attempt is bounded, but five retries with back-off add up to seconds: the client waits three
         // store-timeouts at most, the store call goes on.
@@ -611,6 +654,33 @@ class IdempotencyGatewayFilterTest {
 
         awaitRecord(record -> record.isEmpty(), "released once the store answers");
         assertThat(refusals.get()).isEqualTo(7);
+    }
+
+    @Test
+    void aReleaseIsStillTriedOnceTheLeaseHasEnded() {
+        // Redis away for longer than the lease: given up at the lease's end, the never-sent request's record would
+        // lapse to UNCERTAIN ("outcome unknown" for every retry). The store refuses for four leases here.
+        Duration lease = Duration.ofMillis(300);
+        AtomicLong refusingUntil = new AtomicLong();
+        AtomicInteger refusals = new AtomicInteger();
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(100)), new ForwardingStore(store) {
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                refusingUntil.compareAndSet(0, System.nanoTime() + lease.multipliedBy(4).toNanos());
+                if (System.nanoTime() - refusingUntil.get() < 0) {
+                    refusals.incrementAndGet();
+                    return Mono.error(new IllegalStateException("Redis is away"));
+                }
+                return delegate.release(scope, owner);
+            }
+        }).apply(config -> config.setInFlightLease(lease));
+        upstream.answerNextWith(503, "{\"error\":\"busy\"}");
+        MockServerWebExchange busy = exchange(keyed().body(BODY));
+        filter.filter(busy, upstream).block(WAIT);
+        assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released once the store answers, four leases later");
+        assertThat(refusals.get()).isGreaterThan(1);
     }
 
     @Test

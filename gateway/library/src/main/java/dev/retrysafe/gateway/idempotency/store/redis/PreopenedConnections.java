@@ -80,9 +80,9 @@ public final class PreopenedConnections implements SmartLifecycle {
         if (!open) {
             RuntimeException failure = lastFailure;
             throw failure == null
-                    ? new RedisConnectionFailureException("The Redis connection is not open yet (it is being opened "
+                    ? new NotOpenYet("The Redis connection is not open yet (it is being opened "
                             + "in the background since startup)")
-                    : new RedisConnectionFailureException("The Redis connection could not be opened yet (tried again "
+                    : new NotOpenYet("The Redis connection could not be opened yet (tried again "
                             + "every " + TRY_AGAIN_AFTER.toSeconds() + " s): " + rootCause(failure), failure);
         }
     }
@@ -131,6 +131,17 @@ public final class PreopenedConnections implements SmartLifecycle {
                     return;
                 }
             }
+        }
+    }
+
+    /** Asked before the shared connection was open: the call was never sent. */
+    static final class NotOpenYet extends RedisConnectionFailureException {
+        NotOpenYet(String message) {
+            super(message);
+        }
+
+        NotOpenYet(String message, Throwable cause) {
+            super(message, cause);
         }
     }
 
