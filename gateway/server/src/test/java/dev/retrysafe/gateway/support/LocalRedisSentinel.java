@@ -107,6 +107,12 @@ public final class LocalRedisSentinel implements AutoCloseable {
         return replicaPorts.get(0);
     }
 
+    /** A data node that is not the master now (the first replica, or the old master after a failover). */
+    public int currentReplicaPort() throws IOException, InterruptedException {
+        int master = masterPort();
+        return nodes.keySet().stream().filter(port -> port != master).sorted().findFirst().orElseThrow();
+    }
+
     public List<Integer> replicaPorts() {
         return List.copyOf(replicaPorts);
     }
@@ -153,6 +159,16 @@ public final class LocalRedisSentinel implements AutoCloseable {
      * in progress, or no replica it trusts yet), for at most a minute.
      */
     public void failOver() throws IOException, InterruptedException {
+        int old = startFailover();
+        awaitMasterOtherThan(old);
+        awaitOldMasterDemoted(old);
+    }
+
+    /**
+     * {@code SENTINEL FAILOVER}, retried while Sentinel refuses (for at most a minute); returns the old master's port
+     * as soon as Sentinel accepted, while the old master is still a master.
+     */
+    public int startFailover() throws IOException, InterruptedException {
         int old = masterPort();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!LocalRedisCluster.cli(sentinelPorts.get(0), "sentinel", "failover", MASTER_NAME).equals("OK")) {
@@ -161,8 +177,23 @@ public final class LocalRedisSentinel implements AutoCloseable {
             }
             Thread.onSpinWait();
         }
-        awaitMasterOtherThan(old);
+        return old;
+    }
+
+    /** Waits (bounded) until the old master of a failover reports itself a replica: Sentinel converted it. */
+    public void awaitOldMasterDemoted(int old) throws IOException, InterruptedException {
         awaitRole(old, "role:slave");
+    }
+
+    /** Whether the data node on {@code port} still reports itself a master. */
+    public static boolean isMaster(int port) throws IOException, InterruptedException {
+        return LocalRedisCluster.cli(port, "info", "replication").contains("role:master");
+    }
+
+    /** How many connections named {@code clientName} the data node on {@code port} has (CLIENT LIST). */
+    public static long connectionsNamed(int port, String clientName) throws IOException, InterruptedException {
+        return LocalRedisCluster.cli(port, "client", "list").lines()
+                .filter(line -> line.contains(" name=" + clientName + " ")).count();
     }
 
     /** Waits (bounded) until every Sentinel names a master other than {@code old} and that node says it is one. */

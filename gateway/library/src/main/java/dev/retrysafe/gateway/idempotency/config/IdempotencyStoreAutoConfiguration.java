@@ -10,7 +10,9 @@ import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMemoryWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisLinks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.SentinelSwitchWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import io.lettuce.core.ClientOptions;
@@ -27,11 +29,13 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
 import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.RedisSentinelConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.serializer.RedisSerializationContext;
@@ -68,6 +72,33 @@ public class IdempotencyStoreAutoConfiguration {
     ClientResourcesBuilderCustomizer idempotencyFastRedisReconnect() {
         return resources -> resources.reconnectDelay(
                 Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS));
+    }
+
+    /**
+     * With Sentinel, the client's links, so that a failover can cut those to the master Sentinel replaced (see
+     * {@link SentinelSwitchWatch}); standalone and Cluster clients get nothing installed.
+     */
+    @Bean
+    RedisLinks idempotencyRedisLinks() {
+        return new RedisLinks();
+    }
+
+    @Bean
+    ClientResourcesBuilderCustomizer idempotencyRedisLinksOnSentinel(RedisLinks links,
+            ObjectProvider<DataRedisConnectionDetails> details, ObjectProvider<RedisSentinelConfiguration> sentinel) {
+        return resources -> {
+            DataRedisConnectionDetails connection = details.getIfAvailable();
+            if (sentinel.getIfAvailable() != null || connection != null && connection.getSentinel() != null) {
+                resources.nettyCustomizer(links);
+            }
+        };
+    }
+
+    /** After {@code SENTINEL FAILOVER}, moves the gateway's connections to the new master at once. */
+    @Bean
+    @ConditionalOnBean(LettuceConnectionFactory.class)
+    SentinelSwitchWatch idempotencySentinelSwitchWatch(LettuceConnectionFactory connectionFactory, RedisLinks links) {
+        return new SentinelSwitchWatch(connectionFactory, links);
     }
 
     /** Off unless {@code idempotency.encryption.active-key} is set. */

@@ -27,7 +27,7 @@ final class ClusterFailovers implements Failovers {
      * nothing the master acknowledged is lost.
      */
     @Override
-    public boolean failOver(Random random) throws Exception {
+    public void failOver(Random random, Runnable lossEnds) throws Exception {
         int master = pickMaster(random);
         int replica = cluster.replicaOf(master);
         String reply = LocalRedisCluster.cli(replica, "cluster", "failover");
@@ -37,7 +37,6 @@ final class ClusterFailovers implements Failovers {
         LocalRedisCluster.awaitReplication(replica, "role:master");
         LocalRedisCluster.awaitReplication(master, "role:slave");
         cluster.awaitHealthy();
-        return false;
     }
 
     /**

@@ -6,8 +6,8 @@ import java.util.function.LongConsumer;
 
 /**
  * A replicated Redis the store nemesis fails over (Sentinel-managed, or a Cluster): how the gateway reaches it, and
- * the two failovers. Each returns once the old master can no longer take a write, which ends the window in which
- * the run counts writes as possibly lost.
+ * the two failovers. Each says when the gateway's writes can no longer reach the old master, which ends the window
+ * in which the run counts writes as possibly lost.
  */
 interface Failovers extends AutoCloseable {
 
@@ -15,11 +15,11 @@ interface Failovers extends AutoCloseable {
     Map<String, String> gatewayProperties();
 
     /**
-     * A manual failover; returns once the promoted replica takes writes and the old master is its replica.
-     *
-     * @return whether writes the old master acknowledged may be lost
+     * A manual failover; returns once the promoted replica takes writes and the old master is its replica. If
+     * writes the old master acknowledged may be lost, {@code lossEnds} runs once the gateway can no longer write
+     * there; it does not run at all for a failover that loses nothing.
      */
-    boolean failOver(Random random) throws Exception;
+    void failOver(Random random, Runnable lossEnds) throws Exception;
 
     /**
      * SIGKILLs a master, waits for its replica's promotion, starts it again (empty) and waits until it is a replica.

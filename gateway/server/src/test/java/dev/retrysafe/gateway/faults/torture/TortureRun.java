@@ -45,8 +45,8 @@ import reactor.core.publisher.Flux;
  * {@link RedisFaultProxy}, with {@link #STORE_TIMEOUT}, while the {@link StoreNemesis} faults it; once the faults
  * end, each write the upstream acknowledged is retried cleanly and must replay. On a Sentinel or Cluster topology
  * ({@link TortureSettings#topology()}) the gateway reaches the replicated Redis directly and the nemesis fails its
- * masters over; keys under way within {@link #REPLICATION_WINDOW} before a lossy failover, until the old master
- * could no longer take writes, are exempt as a forgetting restart's are.
+ * masters over; keys under way within {@link #REPLICATION_WINDOW} before a lossy failover, until the gateway
+ * could no longer write to the old master, are exempt as a forgetting restart's are.
  */
 final class TortureRun implements AutoCloseable {
     static final String ROUTE_ID = "onboarding";
@@ -267,8 +267,8 @@ final class TortureRun implements AutoCloseable {
 
     /**
      * The keys a lossy failover may have made Redis forget a write of: those whose exchange was under way at some
-     * moment from {@link #REPLICATION_WINDOW} before the failover began until the old master could no longer take
-     * a write (it was dead, or a replica).
+     * moment from {@link #REPLICATION_WINDOW} before the failover began until the gateway could no longer write to
+     * the old master (it was dead or a replica, or the gateway had left it for the new one).
      */
     private Map<String, Instant> lostInFailover(List<KeyHistory> histories, List<StoreNemesis.LossWindow> windows) {
         Map<String, Instant> lost = new HashMap<>();
