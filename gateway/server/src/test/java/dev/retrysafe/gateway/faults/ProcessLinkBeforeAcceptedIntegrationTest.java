@@ -34,6 +34,10 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
 
 /**
  * The client has a tracked 202's last byte only once the process is linked to its record, so that a status read
@@ -107,7 +111,7 @@ class ProcessLinkBeforeAcceptedIntegrationTest {
 
         ResponseEntity<String> accepted = send(key);
         assertThat(accepted.getStatusCode().value()).isEqualTo(202);
-        ResponseEntity<String> status = Gateways.client(gateway).get().uri("/merchants/processes/p-late-link")
+        ResponseEntity<String> status = onItsOwnConnection().get().uri("/merchants/processes/p-late-link")
                 .header(READER, "client").exchangeToMono(r -> r.toEntity(String.class))
                 .block(Duration.ofSeconds(30));
         assertThat(status.getBody()).contains("\"status\":\"COMPLETED\"");
@@ -117,6 +121,18 @@ class ProcessLinkBeforeAcceptedIntegrationTest {
         assertThat(replay.getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
         assertThat(replay.getHeaders().getFirst("Retry-After")).as("the process's end is recorded").isNull();
         assertThat(wire.matches()).as("the record's write was answered late, after its retry").isEqualTo(2);
+    }
+
+    /**
+     * The status read comes on a connection of its own, as from another client or another connection of a pool: on
+     * the 202's keep-alive connection the gateway would take it only once the 202's exchange had ended (HTTP/1.1
+     * answers in order), after the link whether the 202 was held or not, hiding the race this test is about.
+     */
+    static WebClient onItsOwnConnection() {
+        return WebClient.builder()
+                .baseUrl("http://127.0.0.1:" + gateway.getEnvironment().getRequiredProperty("local.server.port"))
+                .clientConnector(new ReactorClientHttpConnector(HttpClient.create(ConnectionProvider.newConnection())))
+                .build();
     }
 
     /** Loaded first, so that the gateway's call is one EVALSHA (no NOSCRIPT round trip) carrying the SHA. */
