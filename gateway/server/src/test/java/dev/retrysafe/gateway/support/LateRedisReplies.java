@@ -21,6 +21,8 @@ public final class LateRedisReplies implements AutoCloseable {
 
     private final TcpHop hop;
     private List<String> markers = List.of();
+    private List<String> releaseMarkers = List.of();
+    private boolean holding;
     private int matches;
 
     public LateRedisReplies(int redisPort) throws IOException {
@@ -33,7 +35,18 @@ public final class LateRedisReplies implements AutoCloseable {
 
     /** The next command carrying all of these gets its reply late: after the next one carrying them has passed. */
     public synchronized void holdRepliesAfter(String... commandMarkers) {
-        markers = List.of(commandMarkers);
+        holdRepliesAfter(List.of(commandMarkers), List.of(commandMarkers));
+    }
+
+    /**
+     * As above, the replies released by the next command carrying all of {@code retryMarkers} instead: for a retry
+     * that begins with another command than the held one. Its reply is queued behind the held ones, so the held
+     * command itself would never be sent again before {@link #MAX_HOLD}.
+     */
+    public synchronized void holdRepliesAfter(List<String> commandMarkers, List<String> retryMarkers) {
+        markers = List.copyOf(commandMarkers);
+        releaseMarkers = List.copyOf(retryMarkers);
+        holding = false;
         matches = 0;
     }
 
@@ -58,17 +71,31 @@ public final class LateRedisReplies implements AutoCloseable {
     private synchronized boolean armedCommand(byte[] window) {
         // One char per byte: the markers are ASCII, the rest of the command may be anything.
         String command = new String(window, StandardCharsets.ISO_8859_1);
-        if (markers.isEmpty() || !markers.stream().allMatch(command::contains)) {
+        boolean held = carries(command, markers);
+        boolean retry = holding && carries(command, releaseMarkers);
+        if (!held && !retry) {
             return false;
         }
-        matches++;
-        if (matches == 1) {
+        if (held) {
+            matches++;
+        }
+        if (matches == 1 && !holding) {
+            holding = true;
             hop.holdFromTarget(MAX_HOLD);
-        } else {
-            markers = List.of();
+            return true;
+        }
+        if (retry) {
+            holding = false;
             hop.releaseFromTarget();
         }
+        if (matches == 2) {
+            markers = List.of();
+        }
         return true;
+    }
+
+    private static boolean carries(String command, List<String> markers) {
+        return !markers.isEmpty() && markers.stream().allMatch(command::contains);
     }
 
     @Override
