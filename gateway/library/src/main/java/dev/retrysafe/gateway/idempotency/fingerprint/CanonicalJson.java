@@ -65,10 +65,13 @@ public final class CanonicalJson {
 
     /**
      * @return the canonical UTF-8 bytes, or empty when {@code json} is not exactly one valid JSON
-     *         value within Jackson's default limits (or repeats a key within an object)
+     *         value in valid UTF-8 within Jackson's default limits (or repeats a key within an object)
      */
     public Optional<byte[]> canonicalize(byte[] json) {
         Objects.requireNonNull(json, "json");
+        if (!Utf8.isWiderEncoding(json) && !Utf8.isValid(json)) {
+            return Optional.empty(); // not text Jackson decodes faithfully: compared byte for byte
+        }
         try (JsonParser parser = FACTORY.createParser(ObjectReadContext.empty(), json)) {
             Node root = parse(parser);
             if (root == null || parser.nextToken() != null) {
