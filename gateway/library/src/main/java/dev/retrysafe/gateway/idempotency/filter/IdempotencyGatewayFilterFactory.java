@@ -10,6 +10,9 @@ import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.reconcile.LookupTemplate;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
@@ -51,6 +54,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final LeaseRenewals leases;
     private final RequestReports reports;
     private final Optional<Duration> responseTimeout;
+    private final Optional<Reconciler> reconciler;
 
     /**
      * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
@@ -60,6 +64,15 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
             Optional<Duration> responseTimeout) {
+        this(defaults, store, tenants, clock, events, processes, statusObserver, leases, reports, responseTimeout,
+                Optional.empty());
+    }
+
+    /** @param reconciler looks up the UNCERTAIN records of routes with a {@code reconcile-uri} */
+    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyStore store,
+            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout, Optional<Reconciler> reconciler) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
@@ -71,6 +84,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         this.leases = leases;
         this.reports = reports;
         this.responseTimeout = responseTimeout;
+        this.reconciler = reconciler;
     }
 
     @Override
@@ -80,6 +94,14 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             policy.processTracking().ifPresent(tracking -> {
                 statusObserver.register(config.getRouteId(), tracking, policy.retention());
                 processes.track(config.getRouteId(), tracking, policy.retention());
+            });
+            policy.reconciliation().ifPresent(reconciliation -> {
+                if (reconciler.isEmpty()) {
+                    throw new IllegalStateException("Route " + config.getRouteId() + " has a reconcile-uri but the "
+                            + "gateway has no Reconciler");
+                }
+                reconciler.get().reconcile(config.getRouteId(), new Reconciler.RouteLookup(reconciliation,
+                        policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
             });
         }
         return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
@@ -122,7 +144,21 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 defaults.retryAfter(),
                 or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
                 processTracking(c),
-                defaults.forwardWhenStoreUnavailable());
+                defaults.forwardWhenStoreUnavailable(),
+                reconciliation(c));
+    }
+
+    private static Optional<Reconciliation> reconciliation(Config c) {
+        if (c.getReconcileUri() == null) {
+            if (c.getReconcileAfter() != null || c.getReconcileFound() != null || c.getReconcileNotFound() != null) {
+                throw new IllegalArgumentException("reconcile-uri is needed by reconcile-after, reconcile-found and "
+                        + "reconcile-not-found");
+            }
+            return Optional.empty();
+        }
+        return Optional.of(new Reconciliation(LookupTemplate.parse(c.getReconcileUri()),
+                Optional.ofNullable(c.getReconcileAfter()), or(c.getReconcileFound(), 200),
+                or(c.getReconcileNotFound(), 404)));
     }
 
     /** Every rule's message starts with the arg it is about ("replay-status must be a 2xx status, was 500"). */
@@ -192,6 +228,10 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private String processStatusPointer;
         private List<String> processTerminalValues;
         private Duration processMaxRetention;
+        private String reconcileUri;
+        private Duration reconcileAfter;
+        private Integer reconcileFound;
+        private Integer reconcileNotFound;
 
         @Override
         public void setRouteId(String routeId) { this.routeId = routeId; }
@@ -209,6 +249,15 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public void setProcessTerminalValues(List<String> processTerminalValues) { this.processTerminalValues = processTerminalValues; }
         public Duration getProcessMaxRetention() { return processMaxRetention; }
         public void setProcessMaxRetention(Duration processMaxRetention) { this.processMaxRetention = processMaxRetention; }
+
+        public String getReconcileUri() { return reconcileUri; }
+        public void setReconcileUri(String reconcileUri) { this.reconcileUri = reconcileUri; }
+        public Duration getReconcileAfter() { return reconcileAfter; }
+        public void setReconcileAfter(Duration reconcileAfter) { this.reconcileAfter = reconcileAfter; }
+        public Integer getReconcileFound() { return reconcileFound; }
+        public void setReconcileFound(Integer reconcileFound) { this.reconcileFound = reconcileFound; }
+        public Integer getReconcileNotFound() { return reconcileNotFound; }
+        public void setReconcileNotFound(Integer reconcileNotFound) { this.reconcileNotFound = reconcileNotFound; }
 
         public String getKeyHeader() { return keyHeader; }
         public void setKeyHeader(String keyHeader) { this.keyHeader = keyHeader; }

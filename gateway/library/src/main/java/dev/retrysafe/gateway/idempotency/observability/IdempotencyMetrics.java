@@ -23,6 +23,7 @@ public final class IdempotencyMetrics {
     public static final String WAITING = "idempotency.requests.waiting";
     public static final String STORED_RESPONSE = "idempotency.stored.response";
     public static final String STORE_MEMORY_LOST = "idempotency.store.memory-lost";
+    public static final String RECONCILIATIONS = "idempotency.reconciliations";
 
     private final MeterRegistry registry;
     private final AtomicInteger inFlight = new AtomicInteger();
@@ -32,6 +33,7 @@ public final class IdempotencyMetrics {
     private final Map<String, Counter> requests = new ConcurrentHashMap<>();
     private final Map<String, Timer> storeTimers = new ConcurrentHashMap<>();
     private final Map<String, DistributionSummary> storedSizes = new ConcurrentHashMap<>();
+    private final Map<String, Counter> reconciliations = new ConcurrentHashMap<>();
 
     public IdempotencyMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -81,6 +83,18 @@ public final class IdempotencyMetrics {
                         .maximumExpectedValue(8.0 * 1024 * 1024)
                         .register(registry))
                 .record(bytes);
+    }
+
+    /**
+     * Counts one lookup of an UNCERTAIN record at its upstream by what it did: {@code found} (completed from it),
+     * {@code not-found} (released), {@code failed} (no answer to trust, asked again later).
+     */
+    public void reconciled(String route, String outcome) {
+        reconciliations.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder(RECONCILIATIONS)
+                        .description("Lookups of UNCERTAIN records at their upstream, by what they did")
+                        .tags("route", route, "outcome", outcome)
+                        .register(registry))
+                .increment();
     }
 
     /** Counts one loss of a Redis master's memory (a restart without persistence, an empty replica, FLUSHALL). */

@@ -50,6 +50,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
+    private final LookupValuesCodec lookupValues;
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
@@ -87,6 +88,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
+        this.lookupValues = new LookupValuesCodec(encryption);
         this.replicaAcks = replicaAcks;
     }
 
@@ -128,8 +130,20 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> before = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
-        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()));
-        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
+        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
+                r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
+                r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
+        Mono<Reservation> reserved = wakeUps.scriptArgs(scope.hash())
+                .flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
+        if (r.lookup().isEmpty()) {
+            return reserved;
+        }
+        // A lapsed lease this reserve found may just have queued the record's lookup: its slot is to be looked into.
+        return reserved.flatMap(reservation -> reservation instanceof Reservation.Taken taken
+                && taken.existing().state() == RecordState.UNCERTAIN
+                ? RedisReconcileQueue.lookSoon(redis, scope.hash(), r.lookup().get().after()).onErrorComplete()
+                        .thenReturn(reservation)
+                : Mono.just(reservation));
     }
 
     private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {
@@ -153,7 +167,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
         return List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
-                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()));
+                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()),
+                RedisReconcileQueue.queueKey(scope.hash()));
     }
 
     @Override
@@ -231,9 +246,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         return wakeUps.scriptArgs(scope.hash())
                 .flatMap(wakeUp -> settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
-                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
+                                RedisReconcileQueue.queueKey(scope.hash())),
                         args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of())).next()))
-                .map(RedisIdempotencyStore::settleResult);
+                // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
+                // later: a look that comes early only learns when the slot's first lookup is due).
+                .flatMap(result -> result == 3L
+                        ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                                .thenReturn(SettleResult.DONE)
+                        : Mono.just(settleResult(result)));
     }
 
     private static SettleResult settleResult(Long scriptResult) {
