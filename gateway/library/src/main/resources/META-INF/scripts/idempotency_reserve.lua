@@ -13,7 +13,8 @@
 -- ARGV[13] request method       ARGV[14] request path (raw, no query): for operators reconciling the record
 -- ARGV[15] encoded lookup values, '' when the route does not reconcile   ARGV[16] lookup delay in ms: a record with
 -- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
--- Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
+-- Returns {state, fingerprint, '', '', 'LOOKUP'} when this call found the lease lapsed and queued the record's lookup
+-- at its upstream (its reservation kept lookup values). Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
 -- after a reconnect, or overtaken by the release on another connection), and it must not bind the key to an owner
 -- nobody holds.
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
@@ -25,6 +26,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
   'lookup_after')
 local state = current[1]
+local queued = false
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
@@ -59,6 +61,7 @@ if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
   redis.call('ZADD', KEYS[3], now, ARGV[11])
   if current[6] then
     redis.call('ZADD', KEYS[5], now + tonumber(current[6]), ARGV[11])
+    queued = true
   end
   if current[4] then
     redis.call(ARGV[12] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[10], ARGV[11])
@@ -81,5 +84,9 @@ end
 if state == 'IN_FLIGHT' and ARGV[4] == '1' then
   -- completing or releasing publishes a wake-up only when someone waits
   redis.call('HINCRBY', KEYS[1], 'waiters', 1)
+end
+if queued then
+  -- The lapse queued the record's lookup: the caller says where to look (a separate call, in a Cluster).
+  return {state, current[2], '', '', 'LOOKUP'}
 end
 return {state, current[2]}

@@ -133,23 +133,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
                 r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
                 r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
-        Mono<Reservation> reserved = wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
-        if (r.lookup().isEmpty()) {
-            return reserved;
-        }
-        // A lapsed lease this reserve found may just have queued the record's lookup: its slot is to be looked into.
-        return reserved.flatMap(reservation -> reservation instanceof Reservation.Taken taken
-                && taken.existing().state() == RecordState.UNCERTAIN
-                ? RedisReconcileQueue.lookSoon(redis, scope.hash(), r.lookup().get().after()).onErrorComplete()
-                        .thenReturn(reservation)
-                : Mono.just(reservation));
+        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
     }
 
     private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {
         IdempotencyScope scope = r.scope();
         if (replicaAcks.isPresent()) {
             return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, reserveKeys(scope), args)
+                    .flatMap(acked -> lookSoonIfQueued((List<?>) acked.reply(), scope).thenReturn(acked))
                     .flatMap(acked -> {
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
@@ -162,7 +153,17 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                     });
         }
         return redis.execute(RESERVE, reserveKeys(scope), args).next()
-                .map(reply -> toReservation(reply, r.owner(), scope));
+                .flatMap(reply -> lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope)));
+    }
+
+    /**
+     * A reserve that found a lapsed lease may have queued the record's lookup at its upstream: its slot is to be
+     * looked into (due then or later: a look that comes early only learns when the slot's first lookup is due).
+     */
+    private Mono<Void> lookSoonIfQueued(List<?> reply, IdempotencyScope scope) {
+        return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)))
+                ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                : Mono.empty();
     }
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
@@ -310,7 +311,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         }
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
         RecordState recordState = RecordState.valueOf(state);
-        Optional<StoredResponse> response = reply.size() > 2
+        Optional<StoredResponse> response = recordState == RecordState.COMPLETED && reply.size() > 2
                 ? Optional.of(codec.decode((byte[]) reply.get(2), scope.hash()))
                 : Optional.empty();
         boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));
