@@ -6,6 +6,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -25,11 +26,16 @@ public final class LookupUpstream extends SocketUpstream {
     }
 
     /** How to answer a request, by its {@code METHOD raw-target}. */
-    public record Answer(int status, String contentType, String body) {
-        public static final Answer NONE = new Answer(0, "", "");
+    public record Answer(int status, String contentType, String body, Duration after) {
+        public static final Answer NONE = new Answer(0, "", "", Duration.ZERO);
 
         public static Answer json(int status, String body) {
-            return new Answer(status, "application/json", body);
+            return new Answer(status, "application/json", body, Duration.ZERO);
+        }
+
+        /** The same answer from a slow backend: it takes {@code time} to come. */
+        public Answer after(Duration time) {
+            return new Answer(status, contentType, body, time);
         }
     }
 
@@ -55,6 +61,9 @@ public final class LookupUpstream extends SocketUpstream {
             if (answer.status() == 0) {
                 return; // silent until the gateway hangs up
             }
+            if (!answer.after().isZero()) {
+                Thread.sleep(answer.after().toMillis()); // the backend's own slowness, on its connection's thread
+            }
             byte[] body = answer.body().getBytes(StandardCharsets.UTF_8);
             OutputStream out = socket.getOutputStream();
             out.write(("HTTP/1.1 " + answer.status() + " X\r\nContent-Type: " + answer.contentType()
@@ -65,6 +74,8 @@ public final class LookupUpstream extends SocketUpstream {
             socket.close();
         } catch (IOException e) {
             // the gateway hung up
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -181,7 +181,9 @@ class ReconciliationIntegrationTest {
     void twoInstancesMakeExactlyOneLookupPerDueRecord() {
         gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
         other = gateway("/merchants/by-idempotency-key/{key}", "300ms");
-        upstream.answer(request -> request.startsWith(BY_KEY) ? Answer.json(404, "{}") : Answer.NONE);
+        // Each lookup takes several of the instances' rounds (50 ms): both see the record due while one asks.
+        upstream.answer(request -> request.startsWith(BY_KEY)
+                ? Answer.json(404, "{}").after(Duration.ofMillis(500)) : Answer.NONE);
         List<String> keys = Flux.range(0, 6).map(i -> UUID.randomUUID().toString()).collectList().block();
 
         Flux.fromIterable(keys).index()
