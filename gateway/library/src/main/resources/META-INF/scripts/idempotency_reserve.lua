@@ -14,7 +14,7 @@
 -- ARGV[15] encoded lookup values, '' when the route does not reconcile   ARGV[16] lookup delay in ms: a record with
 -- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
 -- Returns {state, fingerprint, '', '', 'LOOKUP'} when this call found the lease lapsed and queued the record's lookup
--- at its upstream (its reservation kept lookup values). Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
+-- at its upstream (its reservation kept lookup values), or found that lookup long overdue. Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
 -- after a reconnect, or overtaken by the release on another connection), and it must not bind the key to an owner
 -- nobody holds.
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
@@ -84,6 +84,12 @@ end
 if state == 'IN_FLIGHT' and ARGV[4] == '1' then
   -- completing or releasing publishes a wake-up only when someone waits
   redis.call('HINCRBY', KEYS[1], 'waiters', 1)
+end
+if state == 'UNCERTAIN' and not queued and current[6] then
+  -- A lookup overdue by half a minute has not been looked into: the directory lost its slot (a write to it lost with
+  -- a Redis master, or the instance that made the record UNCERTAIN died before it wrote there). Said again.
+  local due = redis.call('ZSCORE', KEYS[5], ARGV[11])
+  queued = due ~= false and tonumber(due) < now - 30000
 end
 if queued then
   -- The lapse queued the record's lookup: the caller says where to look (a separate call, in a Cluster).
