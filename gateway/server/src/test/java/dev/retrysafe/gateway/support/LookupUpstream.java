@@ -17,8 +17,10 @@ import java.util.function.Function;
  * as it came on the wire) and answered as {@link #answers} says, one request per connection. {@link Answer#NONE}
  * reads the request and never answers: the gateway's response timeout then makes its record UNCERTAIN.
  */
-public final class LookupUpstream extends SocketUpstream {
+public final class LookupUpstream extends SocketUpstream implements AutoCloseable {
     private final List<String> received = new CopyOnWriteArrayList<>();
+    /** Held so that a silent connection stays open: an unreachable socket is closed when it is collected. */
+    private final List<Socket> silent = new CopyOnWriteArrayList<>();
     private volatile Function<String, Answer> answers = request -> Answer.NONE;
 
     public LookupUpstream() {
@@ -59,7 +61,8 @@ public final class LookupUpstream extends SocketUpstream {
             received.add(request);
             Answer answer = answers.apply(request);
             if (answer.status() == 0) {
-                return; // silent until the gateway hangs up
+                silent.add(socket); // silent until the gateway hangs up
+                return;
             }
             if (!answer.after().isZero()) {
                 Thread.sleep(answer.after().toMillis()); // the backend's own slowness, on its connection's thread
@@ -76,6 +79,14 @@ public final class LookupUpstream extends SocketUpstream {
             // the gateway hung up
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Hangs up the silent connections. */
+    @Override
+    public void close() throws IOException {
+        for (Socket socket : silent) {
+            socket.close();
         }
     }
 

@@ -115,6 +115,31 @@ class SettingsCheckTest {
         });
     }
 
+    @Test
+    void aReconcileUriThatCouldLeaveTheRoutesUpstreamIsNamedAsTheRoutesArg() {
+        runner.run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+            config.setRouteId("onboarding");
+            config.setReconcileUri("/merchants?taxId={body:/taxId}");
+            InvalidRouteSetting failure = catchInvalid(factory, config);
+            assertThat(failure.setting()).contains("reconcile-uri");
+            assertThat(failure.setOnRoute()).isTrue();
+            assertThat(failure.getMessage()).contains("no query");
+
+            IdempotencyGatewayFilterFactory.Config found = new IdempotencyGatewayFilterFactory.Config();
+            found.setRouteId("onboarding");
+            found.setReconcileUri("/merchants/by-tax-id/{body:/taxId}");
+            found.setReconcileFound(404);
+            assertThat(catchInvalid(factory, found).setting()).contains("reconcile-found");
+
+            IdempotencyGatewayFilterFactory.Config alone = new IdempotencyGatewayFilterFactory.Config();
+            alone.setRouteId("onboarding");
+            alone.setReconcileAfter(java.time.Duration.ofSeconds(5));
+            assertThat(catchInvalid(factory, alone).getMessage()).contains("reconcile-uri is needed");
+        });
+    }
+
     private static InvalidRouteSetting catchInvalid(IdempotencyGatewayFilterFactory factory,
             IdempotencyGatewayFilterFactory.Config config) {
         try {
