@@ -90,11 +90,21 @@ public final class IdempotencyMetrics {
      * {@code not-found} (released), {@code failed} (no answer to trust, asked again later).
      */
     public void reconciled(String route, String outcome) {
-        reconciliations.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder(RECONCILIATIONS)
-                        .description("Lookups of UNCERTAIN records at their upstream, by what they did")
-                        .tags("route", route, "outcome", outcome)
-                        .register(registry))
-                .increment();
+        reconciliations(route, outcome).increment();
+    }
+
+    /** A reconciling route's counters, at 0 from its start, so that an alert on their rate has series to read. */
+    public void reconciling(String route) {
+        for (String outcome : new String[] {"found", "not-found", "failed"}) {
+            reconciliations(route, outcome);
+        }
+    }
+
+    private Counter reconciliations(String route, String outcome) {
+        return reconciliations.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder(RECONCILIATIONS)
+                .description("Lookups of UNCERTAIN records at their upstream, by what they did")
+                .tags("route", route, "outcome", outcome)
+                .register(registry));
     }
 
     /** Counts one loss of a Redis master's memory (a restart without persistence, an empty replica, FLUSHALL). */

@@ -90,6 +90,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     /** A route that reconciles: the first one starts this instance's share of the lookups. */
     public void reconcile(String routeId, RouteLookup route) {
         routes.put(routeId, route);
+        metrics.reconciling(routeId);
         if (queue.isEmpty()) {
             log.warn("Route {} reconciles UNCERTAIN records but no ReconcileQueue is configured: an operator settles "
                     + "them", routeId);
