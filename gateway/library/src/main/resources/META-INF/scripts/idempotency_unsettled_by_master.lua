@@ -9,7 +9,7 @@
 -- ARGV[4], ARGV[5], ARGV[6] the key prefixes, up to the slot tag, of a slot's IN_FLIGHT index, UNCERTAIN index and
 --   pending processes ('idempotency-in-flight:{' ...); each key is its prefix, the slot tag and '}'
 -- ARGV[7]... the slots' tags
--- count: the sums of what idempotency_unsettled.lua returns for each slot.
+-- count: the sums of what idempotency_unsettled.lua returns for each slot (of the ages: the greatest).
 -- processes: as idempotency_unsettled.lua, {pending processes key, earliest poll time...} of the slots holding any.
 -- list: for each slot holding any, {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes..., ''}: the replies of
 --   one call per slot, in the slots' order.
@@ -22,8 +22,26 @@ local function prune(index, state)
     end
   end
 end
+-- How long ago the oldest member of an index entered it (ms, by this Redis's clock), or 0 when it is empty.
+local function oldest(index)
+  local first = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
+  return #first > 0 and math.max(0, now - tonumber(first[2])) or 0
+end
+-- The process queue is by next poll time: a process is pending since its record was completed (the 202 stored).
+-- Members whose record is gone are left to the poll that finds it gone.
+local function oldestProcess(queue)
+  local age = 0
+  for _, scope in ipairs(redis.call('ZRANGE', queue, 0, -1)) do
+    local completedAt = tonumber(redis.call('HGET', ARGV[2] .. scope .. '}', 'completed_at'))
+    if completedAt then
+      age = math.max(age, now - completedAt)
+    end
+  end
+  return age
+end
 if ARGV[1] == 'count' then
   local inFlight, uncertain, pending, processes = 0, 0, 0, 0
+  local inFlightAge, uncertainAge, processAge = 0, 0, 0
   for i = 7, #ARGV do
     local inFlightKey = ARGV[4] .. ARGV[i] .. '}'
     local uncertainKey = ARGV[5] .. ARGV[i] .. '}'
@@ -36,9 +54,12 @@ if ARGV[1] == 'count' then
       uncertain = uncertain + redis.call('ZCARD', uncertainKey)
       pending = pending + redis.call('ZCOUNT', inFlightKey, '-inf', now - tonumber(ARGV[3]))
       processes = processes + redis.call('ZCARD', processesKey)
+      inFlightAge = math.max(inFlightAge, oldest(inFlightKey))
+      uncertainAge = math.max(uncertainAge, oldest(uncertainKey))
+      processAge = math.max(processAge, oldestProcess(processesKey))
     end
   end
-  return {inFlight, uncertain, pending, processes}
+  return {inFlight, uncertain, pending, processes, inFlightAge, uncertainAge, processAge}
 end
 if ARGV[1] == 'processes' then
   local reply = {}

@@ -18,7 +18,7 @@ class PackageRulesTest {
     @Test
     void theRulesArePlainJava() {
         noClasses().that().resideInAnyPackage(ROOT + ".key..", ROOT + ".fingerprint..", ROOT + ".scope..",
-                        ROOT + ".record..", ROOT + ".decision..", ROOT + ".encryption..")
+                        ROOT + ".record..", ROOT + ".decision..", ROOT + ".encryption..", ROOT + ".pointer..")
                 .should().dependOnClassesThat().resideInAnyPackage("org.springframework..", "reactor..",
                         "io.lettuce..", "io.netty..", "io.micrometer..")
                 .check(LIBRARY);

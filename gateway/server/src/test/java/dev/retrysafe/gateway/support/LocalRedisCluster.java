@@ -23,6 +23,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 public final class LocalRedisCluster implements AutoCloseable {
     private final List<Integer> ports = new ArrayList<>();
     private final List<Process> servers = new ArrayList<>();
+    private final List<Path> directories = new ArrayList<>();
 
     public static boolean available() {
         return onPath("redis-server") && onPath("redis-cli");
@@ -38,10 +39,8 @@ public final class LocalRedisCluster implements AutoCloseable {
         for (int i = 0; i < masters * (1 + replicasPerMaster); i++) {
             int port = freePort();
             Path dir = Files.createDirectories(root.resolve(Integer.toString(port)));
-            servers.add(new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--save", "",
-                    "--appendonly", "no", "--cluster-node-timeout", "1000", "--dir", dir.toAbsolutePath().toString())
-                    .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start());
+            directories.add(dir);
+            servers.add(node(port, dir));
             ports.add(port);
         }
         for (int port : ports) {
@@ -66,6 +65,67 @@ public final class LocalRedisCluster implements AutoCloseable {
                     throw new IllegalStateException("Replica " + port + " never synced with its master");
                 }
                 Thread.onSpinWait();
+            }
+        }
+    }
+
+    private static Process node(int port, Path dir) throws IOException {
+        return new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--save", "",
+                "--appendonly", "no", "--cluster-node-timeout", "1000", "--dir", dir.toAbsolutePath().toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(
+                        dir.resolve("redis.log").toFile())).start();
+    }
+
+    /**
+     * Starts a killed node again on its port and folder: empty (no persistence), with its {@code nodes.conf}, so it
+     * rejoins the cluster, learns that its replica took its slots, and becomes that replica's replica.
+     */
+    public void restart(int port) throws IOException {
+        int index = ports.indexOf(port);
+        servers.set(index, node(port, directories.get(index)));
+        awaitListening(port);
+    }
+
+    /** The ports of the nodes that say they are masters (dead nodes say nothing). */
+    public List<Integer> masters() throws IOException, InterruptedException {
+        List<Integer> masters = new ArrayList<>();
+        for (int port : ports) {
+            if (servers.get(ports.indexOf(port)).isAlive()
+                    && cli(port, "info", "replication").contains("role:master")) {
+                masters.add(port);
+            }
+        }
+        return masters;
+    }
+
+    /** The port of a live replica of the master on {@code masterPort}, as the replicas' INFO says. */
+    public int replicaOf(int masterPort) throws IOException, InterruptedException {
+        for (int port : ports) {
+            if (servers.get(ports.indexOf(port)).isAlive()
+                    && cli(port, "info", "replication").lines().anyMatch(("master_port:" + masterPort)::equals)) {
+                return port;
+            }
+        }
+        throw new IllegalStateException("No replica of " + masterPort);
+    }
+
+    /** Waits (bounded) until the node on {@code port} reports {@code line} in its INFO replication. */
+    public static void awaitReplication(int port, String line) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!cli(port, "info", "replication").lines().anyMatch(line::equals)) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("redis-server on " + port + " never reported " + line);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Waits (bounded) until every live node reports the cluster healthy. */
+    public void awaitHealthy() throws IOException, InterruptedException {
+        for (int i = 0; i < ports.size(); i++) {
+            if (servers.get(i).isAlive()) {
+                awaitClusterOk(ports.get(i));
             }
         }
     }

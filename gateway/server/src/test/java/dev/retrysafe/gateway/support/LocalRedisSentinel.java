@@ -6,13 +6,16 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
  * A master, one replica and three Sentinels, started from the {@code redis-server} on the PATH, with timeouts short
- * enough that a failover takes seconds.
+ * enough that a failover takes seconds. The master can be failed over again and again ({@link #failOver},
+ * {@link #killMaster} then {@link #restartAsReplica}): which node is the master is asked of the Sentinels.
  */
 public final class LocalRedisSentinel implements AutoCloseable {
     public static final String MASTER_NAME = "mymaster";
@@ -22,7 +25,9 @@ public final class LocalRedisSentinel implements AutoCloseable {
     private final List<Integer> replicaPorts = new ArrayList<>();
     private final List<Integer> sentinelPorts = new ArrayList<>();
     private final FreezableLink link;
-    private Process master;
+    private final Path root;
+    /** The live process on each data node's port (master and replicas). */
+    private final Map<Integer, Process> nodes = new HashMap<>();
 
     /** One replica, replicating straight from the master. */
     public LocalRedisSentinel() throws IOException, InterruptedException {
@@ -40,14 +45,14 @@ public final class LocalRedisSentinel implements AutoCloseable {
 
     private LocalRedisSentinel(int replicas, boolean freezable, int failoverTimeoutMillis)
             throws IOException, InterruptedException {
-        Path root = Files.createDirectories(Path.of("target/redis-sentinel-" + System.nanoTime()));
+        root = Files.createDirectories(Path.of("target/redis-sentinel-" + System.nanoTime()));
         masterPort = LocalRedisCluster.freePort();
-        master = server(root, masterPort);
+        server(masterPort);
         link = freezable ? new FreezableLink(masterPort) : null;
         int replicateFrom = freezable ? link.port() : masterPort;
         for (int i = 0; i < replicas; i++) {
             int port = LocalRedisCluster.freePort();
-            server(root, port, "--replicaof", "127.0.0.1", Integer.toString(replicateFrom));
+            server(port, "--replicaof", "127.0.0.1", Integer.toString(replicateFrom));
             replicaPorts.add(port);
         }
         // Sentinels learn the replicas from the master's INFO, refreshed every 10 s: started once the replicas are
@@ -102,6 +107,12 @@ public final class LocalRedisSentinel implements AutoCloseable {
         return replicaPorts.get(0);
     }
 
+    /** A data node that is not the master now (the first replica, or the old master after a failover). */
+    public int currentReplicaPort() throws IOException, InterruptedException {
+        int master = masterPort();
+        return nodes.keySet().stream().filter(port -> port != master).sorted().findFirst().orElseThrow();
+    }
+
     public List<Integer> replicaPorts() {
         return List.copyOf(replicaPorts);
     }
@@ -111,16 +122,148 @@ public final class LocalRedisSentinel implements AutoCloseable {
         link.freeze();
     }
 
-    /** Kills the master with SIGKILL. */
-    public void killMaster() throws InterruptedException {
+    /** Kills the master (the one the Sentinels name) with SIGKILL and returns its port. */
+    public int killMaster() throws IOException, InterruptedException {
+        int port = masterPort();
+        Process master = nodes.get(port);
         master.destroyForcibly();
         master.waitFor(10, TimeUnit.SECONDS);
         if (link != null) {
             link.close();
         }
+        return port;
     }
 
-    private Process server(Path root, int port, String... extra) throws IOException {
+    /** The master's port, as every Sentinel names it (waits, bounded, while they disagree). */
+    public int masterPort() throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            List<String> named = new ArrayList<>();
+            for (int sentinel : sentinelPorts) {
+                named.add(LocalRedisCluster.cli(sentinel, "sentinel", "get-master-addr-by-name", MASTER_NAME));
+            }
+            if (named.stream().distinct().count() == 1 && named.get(0).lines().count() == 2) {
+                return Integer.parseInt(named.get(0).lines().skip(1).findFirst().orElseThrow().trim());
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("The Sentinels never agreed on a master: " + named);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * {@code SENTINEL FAILOVER}: a Sentinel promotes a replica at once, without waiting for it to have every write,
+     * then makes the old master its replica (what the old master took meanwhile is dropped). Returns once the
+     * Sentinels name another master and the old one is a replica; retried while Sentinel refuses (a failover still
+     * in progress, or no replica it trusts yet), for at most a minute.
+     */
+    public void failOver() throws IOException, InterruptedException {
+        int old = startFailover();
+        awaitMasterOtherThan(old);
+        awaitOldMasterDemoted(old);
+    }
+
+    /**
+     * {@code SENTINEL FAILOVER}, retried while Sentinel refuses (for at most a minute); returns the old master's port
+     * as soon as Sentinel accepted, while the old master is still a master.
+     */
+    public int startFailover() throws IOException, InterruptedException {
+        int old = masterPort();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!LocalRedisCluster.cli(sentinelPorts.get(0), "sentinel", "failover", MASTER_NAME).equals("OK")) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("Sentinel never accepted a failover");
+            }
+            Thread.onSpinWait();
+        }
+        return old;
+    }
+
+    /** Waits (bounded) until the old master of a failover reports itself a replica: Sentinel converted it. */
+    public void awaitOldMasterDemoted(int old) throws IOException, InterruptedException {
+        awaitRole(old, "role:slave");
+    }
+
+    /** Whether the data node on {@code port} still reports itself a master. */
+    public static boolean isMaster(int port) throws IOException, InterruptedException {
+        return LocalRedisCluster.cli(port, "info", "replication").contains("role:master");
+    }
+
+    /** How many connections named {@code clientName} the data node on {@code port} has (CLIENT LIST). */
+    public static long connectionsNamed(int port, String clientName) throws IOException, InterruptedException {
+        return LocalRedisCluster.cli(port, "client", "list").lines()
+                .filter(line -> line.contains(" name=" + clientName + " ")).count();
+    }
+
+    /** Waits (bounded) until every Sentinel names a master other than {@code old} and that node says it is one. */
+    public int awaitMasterOtherThan(int old) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            int now = masterPort();
+            if (now != old && LocalRedisCluster.cli(now, "info", "replication").contains("role:master")) {
+                return now;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("No master other than " + old + " was promoted");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * Starts a killed data node again on its port, empty (no persistence), as a replica of the current master: it
+     * takes no write from its start.
+     */
+    public void restartAsReplica(int port) throws IOException, InterruptedException {
+        server(port, "--replicaof", "127.0.0.1", Integer.toString(masterPort()));
+    }
+
+    /**
+     * Waits (bounded) until every replica is in sync with the current master and every Sentinel sees it healthy:
+     * then a next failover has a replica to promote.
+     */
+    public void awaitReplicasReady() throws IOException, InterruptedException {
+        int master = masterPort();
+        for (int port : nodes.keySet()) {
+            if (port != master) {
+                awaitReplicaInSync(port);
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        for (int sentinel : sentinelPorts) {
+            while (!healthyReplicas(sentinel, nodes.size() - 1)) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("Sentinel on " + sentinel + " never saw the replicas healthy");
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    /** What Sentinel says of each replica, as name/value lines: healthy is flags "slave", link "ok". */
+    private boolean healthyReplicas(int sentinel, int expected) throws IOException, InterruptedException {
+        List<String> lines = LocalRedisCluster.cli(sentinel, "sentinel", "replicas", MASTER_NAME).lines().toList();
+        int healthy = 0;
+        for (int i = 0; i + 1 < lines.size(); i++) {
+            if (lines.get(i).equals("flags") && lines.get(i + 1).equals("slave")) {
+                healthy++;
+            }
+        }
+        return healthy >= expected;
+    }
+
+    private static void awaitRole(int port, String role) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!LocalRedisCluster.cli(port, "info", "replication").contains(role)) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("redis-server on " + port + " never reported " + role);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private Process server(int port, String... extra) throws IOException {
         Path dir = Files.createDirectories(root.resolve("redis-" + port));
         List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port),
                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toAbsolutePath().toString()));
@@ -128,6 +271,7 @@ public final class LocalRedisSentinel implements AutoCloseable {
         Process process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile()).start();
         processes.add(process);
+        nodes.put(port, process);
         LocalRedisCluster.awaitListening(port);
         return process;
     }

@@ -7,11 +7,14 @@ import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMemoryWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisLinks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.SentinelSwitchWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import io.lettuce.core.ClientOptions;
@@ -28,11 +31,13 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
+import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
 import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.RedisSentinelConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.serializer.RedisSerializationContext;
@@ -71,6 +76,33 @@ public class IdempotencyStoreAutoConfiguration {
                 Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS));
     }
 
+    /**
+     * With Sentinel, the client's links, so that a failover can cut those to the master Sentinel replaced (see
+     * {@link SentinelSwitchWatch}); standalone and Cluster clients get nothing installed.
+     */
+    @Bean
+    RedisLinks idempotencyRedisLinks() {
+        return new RedisLinks();
+    }
+
+    @Bean
+    ClientResourcesBuilderCustomizer idempotencyRedisLinksOnSentinel(RedisLinks links,
+            ObjectProvider<DataRedisConnectionDetails> details, ObjectProvider<RedisSentinelConfiguration> sentinel) {
+        return resources -> {
+            DataRedisConnectionDetails connection = details.getIfAvailable();
+            if (sentinel.getIfAvailable() != null || connection != null && connection.getSentinel() != null) {
+                resources.nettyCustomizer(links);
+            }
+        };
+    }
+
+    /** After {@code SENTINEL FAILOVER}, moves the gateway's connections to the new master at once. */
+    @Bean
+    @ConditionalOnBean(LettuceConnectionFactory.class)
+    SentinelSwitchWatch idempotencySentinelSwitchWatch(LettuceConnectionFactory connectionFactory, RedisLinks links) {
+        return new SentinelSwitchWatch(connectionFactory, links);
+    }
+
     /** Off unless {@code idempotency.encryption.active-key} is set. */
     @Bean
     @ConditionalOnMissingBean
@@ -87,12 +119,20 @@ public class IdempotencyStoreAutoConfiguration {
         return new SettleSignals();
     }
 
+    /** The store's connection opened at startup, in the background, never on a request's thread. */
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    PreopenedConnections idempotencyStoreConnections(ReactiveRedisConnectionFactory connectionFactory) {
+        return new PreopenedConnections(connectionFactory);
+    }
+
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
-    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory, RedisWakeUps wakeUps,
-            IdempotencyProperties properties, EncryptionKeys encryption) {
-        return new RedisIdempotencyStore(bytesTemplate(connectionFactory), wakeUps,
+    RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory,
+            PreopenedConnections connections, RedisWakeUps wakeUps, IdempotencyProperties properties,
+            EncryptionKeys encryption) {
+        return new RedisIdempotencyStore(bytesTemplate(connections.connections()), wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
                 RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
@@ -102,9 +142,10 @@ public class IdempotencyStoreAutoConfiguration {
     @Bean
     @ConditionalOnBean(RedisIdempotencyStore.class)
     @ConditionalOnMissingBean(ProcessQueue.class)
-    RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory) {
+    RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory,
+            PreopenedConnections connections) {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisProcessQueue(bytesTemplate(connectionFactory), cluster);
+        return new RedisProcessQueue(bytesTemplate(connections.connections()), cluster);
     }
 
     /** The fleet's UNCERTAIN records to look up at their upstream, beside the Redis store that queues them. */
@@ -131,9 +172,14 @@ public class IdempotencyStoreAutoConfiguration {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         IdempotencyMetrics meters = metrics.getIfAvailable();
         Runnable countLoss = meters == null ? () -> { } : meters::storeMemoryLost;
-        return RedisMemoryWatch.on(bytesTemplate(connectionFactory), cluster, singleRedisName(connectionFactory),
-                properties.store().allowEviction(), properties.store().checkInterval(),
-                properties.storeTimeout().plusSeconds(5), properties.replicaAcks(), countLoss);
+        RedisMemoryWatch watch = RedisMemoryWatch.on(bytesTemplate(connectionFactory), cluster,
+                singleRedisName(connectionFactory), properties.store().allowEviction(),
+                properties.store().checkInterval(), properties.storeTimeout().plusSeconds(5), properties.replicaAcks(),
+                countLoss);
+        if (meters != null) {
+            meters.evictingMasters(watch::evictingMasters);
+        }
+        return watch;
     }
 
     private static String singleRedisName(ReactiveRedisConnectionFactory connectionFactory) {

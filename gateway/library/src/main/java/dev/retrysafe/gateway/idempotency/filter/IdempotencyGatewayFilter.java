@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.key.KeyCheck;
+import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
@@ -22,6 +23,7 @@ import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.net.URI;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -93,20 +95,31 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
     private Mono<Void> guard(ServerWebExchange exchange, GatewayFilterChain chain, RequestReport report) {
         ServerHttpRequest request = exchange.getRequest();
-        KeyCheck check = policy.keyPolicy().check(policy.keyHeader(), request.getHeaders().get(policy.keyHeader()));
-        if (check instanceof KeyCheck.Rejected rejected) {
-            return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+        // A key the client sends is checked before its body is read; one taken from the body, once it is.
+        Optional<IdempotencyKey> sentKey = Optional.empty();
+        if (policy.keySource() instanceof KeySource.Header header) {
+            KeyCheck check = header.check(policy.keyPolicy(), request.getHeaders().get(header.name()));
+            if (check instanceof KeyCheck.Rejected rejected) {
+                return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+            }
+            sentKey = Optional.of(((KeyCheck.Valid) check).key());
         }
-        IdempotencyKey key = ((KeyCheck.Valid) check).key();
         if (request.getHeaders().getContentLength() > policy.maxRequestBytes()) {
             return reject(exchange, report, RequestOutcome.TOO_LARGE,
                     GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
+        Optional<IdempotencyKey> keyFromHeader = sentKey;
         return readBody(request).flatMap(body -> {
             if (body.refused().isPresent()) {
                 Refusal refusal = body.refused().get();
                 return reject(exchange, report, refusal.outcome(), refusal.error());
             }
+            KeyCheck check = keyFromHeader.<KeyCheck>map(KeyCheck.Valid::new)
+                    .orElseGet(() -> ((KeySource.BodyField) policy.keySource()).keyIn(body.bytes()));
+            if (check instanceof KeyCheck.Rejected rejected) {
+                return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+            }
+            IdempotencyKey key = ((KeyCheck.Valid) check).key();
             // The whole request is here: from now on a client that hangs up cancels nothing. Its request is
             // reserved, forwarded and settled as if it were still listening, so the record tells what happened.
             report.detachFromClient();
@@ -176,11 +189,13 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     /**
      * The Content-Type goes to the fingerprinter as sent: parsing it here would turn a malformed one (a client's
      * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
-     * not JSON, and the upstream judges the request.
+     * not JSON, and the upstream judges the request. The route's intent headers go with every value as sent.
      */
     private Fingerprint fingerprint(ServerHttpRequest request, byte[] body) {
+        HttpHeaders headers = request.getHeaders();
         return policy.fingerprinter().fingerprint(request.getMethod().name(), request.getURI().getRawPath(),
-                request.getURI().getRawQuery(), request.getHeaders().getFirst(HttpHeaders.CONTENT_TYPE), body);
+                request.getURI().getRawQuery(), headers.getFirst(HttpHeaders.CONTENT_TYPE), body,
+                name -> Optional.ofNullable(headers.get(name)).orElse(List.of()));
     }
 
     private static Optional<Route> route(ServerWebExchange exchange) {

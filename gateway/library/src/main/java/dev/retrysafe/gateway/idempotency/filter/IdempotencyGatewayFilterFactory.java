@@ -6,6 +6,8 @@ import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.key.KeySource;
+import dev.retrysafe.gateway.idempotency.pointer.JsonPointer;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
@@ -18,6 +20,7 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -126,11 +129,12 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         Set<String> methods = or(c.getMethods(), defaults.methods()).stream()
                 .map(m -> m.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
         return new RoutePolicy(
-                or(c.getKeyHeader(), defaults.keyHeader()),
+                keySource(defaults, c),
                 new KeyPolicy(min, max),
                 methods,
                 new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
-                        or(c.getUnorderedArrays(), defaults.unorderedArrays()))), defaults.rememberedFingerprints()),
+                        or(c.getUnorderedArrays(), defaults.unorderedArrays())), ignoredFields(c)),
+                        defaults.rememberedFingerprints(), or(c.getFingerprintHeaders(), List.of())),
                 or(c.getReplayStatus(), defaults.replayStatus()),
                 new StorableHeaders(new LinkedHashSet<>(or(c.getNeverStoredHeaders(), defaults.neverStoredHeaders()))),
                 or(c.getInFlightWait(), defaults.inFlightWait()),
@@ -159,6 +163,35 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         return Optional.of(new Reconciliation(LookupTemplate.parse(c.getReconcileUri()),
                 Optional.ofNullable(c.getReconcileAfter()), or(c.getReconcileFound(), 200),
                 or(c.getReconcileNotFound(), 404)));
+    }
+
+    /**
+     * key-from, else key-header (the route's, else the default's). key-from and key-header are two spellings of one
+     * setting: a route that sets both to different things has no one key, and is refused.
+     */
+    private static KeySource keySource(RouteDefaults defaults, Config c) {
+        if (c.getKeyFrom() == null) {
+            return new KeySource.Header(or(c.getKeyHeader(), defaults.keyHeader()));
+        }
+        KeySource from = KeySource.parse(c.getKeyFrom());
+        if (c.getKeyHeader() != null && !(from instanceof KeySource.Header header
+                && header.sameHeader(c.getKeyHeader()))) {
+            throw new IllegalArgumentException("key-from '" + c.getKeyFrom() + "' and key-header '"
+                    + c.getKeyHeader() + "' name different keys: set only key-from");
+        }
+        return from;
+    }
+
+    private static List<JsonPointer> ignoredFields(Config c) {
+        List<JsonPointer> pointers = new ArrayList<>();
+        for (String text : or(c.getFingerprintIgnore(), List.<String>of())) {
+            try {
+                pointers.add(JsonPointer.parse(text.trim()));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("fingerprint-ignore " + e.getMessage(), e);
+            }
+        }
+        return pointers;
     }
 
     /** Every rule's message starts with the arg it is about ("replay-status must be a 2xx status, was 500"). */
@@ -210,6 +243,9 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     public static class Config implements org.springframework.cloud.gateway.support.HasRouteId {
         private String routeId;
         private String keyHeader;
+        private String keyFrom;
+        private List<String> fingerprintIgnore;
+        private List<String> fingerprintHeaders;
         private Integer keyMinLength;
         private Integer keyMaxLength;
         private List<String> methods;
@@ -250,6 +286,12 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public Duration getProcessMaxRetention() { return processMaxRetention; }
         public void setProcessMaxRetention(Duration processMaxRetention) { this.processMaxRetention = processMaxRetention; }
 
+        public String getKeyFrom() { return keyFrom; }
+        public void setKeyFrom(String keyFrom) { this.keyFrom = keyFrom; }
+        public List<String> getFingerprintIgnore() { return fingerprintIgnore; }
+        public void setFingerprintIgnore(List<String> fingerprintIgnore) { this.fingerprintIgnore = fingerprintIgnore; }
+        public List<String> getFingerprintHeaders() { return fingerprintHeaders; }
+        public void setFingerprintHeaders(List<String> fingerprintHeaders) { this.fingerprintHeaders = fingerprintHeaders; }
         public String getReconcileUri() { return reconcileUri; }
         public void setReconcileUri(String reconcileUri) { this.reconcileUri = reconcileUri; }
         public Duration getReconcileAfter() { return reconcileAfter; }

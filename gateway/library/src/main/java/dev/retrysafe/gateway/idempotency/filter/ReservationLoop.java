@@ -13,10 +13,15 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 
 /**
@@ -24,6 +29,7 @@ import reactor.core.publisher.Mono;
  * request into one {@link Answer}. It writes nothing; the filter applies the answer.
  */
 final class ReservationLoop {
+    private static final Logger log = LoggerFactory.getLogger(ReservationLoop.class);
     private final RoutePolicy policy;
     private final IdempotencyStore store;
     private final Clock clock;
@@ -65,9 +71,26 @@ final class ReservationLoop {
         ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
                 policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
                 path, lookup);
-        return store.reserve(request)
-                .timeout(policy.storeTimeout())
+        return StoreCall.within(policy.storeTimeout(), () -> store.reserve(request))
+                .doOnError(e -> !(e instanceof StoredResponseUnreadable) && !(e instanceof StoreCallNotSent),
+                        e -> releaseGivenUp())
                 .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), Unreachable::new);
+    }
+
+    /**
+     * A reserve given up (its answer too late, or none) may still have run in Redis, or run later: a record with
+     * an owner nobody holds, which would refuse every retry until its lease lapsed and then call it "outcome
+     * unknown" although nothing was sent. So it is released with this request's owner token, in the background
+     * (the client has its 503 at once), until Redis answers or the lease it may hold has ended. A reserve the
+     * client refused before sending it ({@link StoreCallNotSent}: while Redis is away, every request) has nothing to
+     * undo, and would only add a retrying release per refused request.
+     */
+    private void releaseGivenUp() {
+        StoreCall.retriedFor(policy.inFlightLease(), policy.storeTimeout(), () -> store.release(scope, owner))
+                .subscribe(result -> log.debug("Reservation given up for scope {} released: {}", scope.hash(),
+                        result), e -> log.warn("Reservation given up for scope {} could not be released ({}); if "
+                                + "it was made, it lapses after {}", scope.hash(), e.toString(),
+                                policy.inFlightLease()));
     }
 
     private Mono<Answer> answer(Reservation reservation) {
@@ -116,7 +139,8 @@ final class ReservationLoop {
             return refuse(RequestOutcome.IN_FLIGHT_CONFLICT, GatewayError.stillInFlight(policy.retryAfter()));
         }
         SettleWaiter waiter = store.awaitSettle(scope);
-        return waiter.listening().timeout(policy.storeTimeout(), Mono.empty())
+        return StoreCall.within(policy.storeTimeout(), waiter::listening)
+                .onErrorResume(TimeoutException.class, e -> Mono.empty())
                 .then(Mono.defer(this::reserve))
                 .flatMap(reservation -> stillInFlight(reservation)
                         ? waitFor(waiter, left).then(Mono.defer(() -> reserve().flatMap(this::answer)))

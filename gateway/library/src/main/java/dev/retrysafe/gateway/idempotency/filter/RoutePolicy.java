@@ -3,16 +3,18 @@ package dev.retrysafe.gateway.idempotency.filter;
 import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
 /** One route's settings, resolved from its filter args and the global defaults, validated once at startup. */
 public record RoutePolicy(
-        String keyHeader,
+        KeySource keySource,
         KeyPolicy keyPolicy,
         Set<String> methods,
         RequestFingerprinter fingerprinter,
@@ -34,9 +36,7 @@ public record RoutePolicy(
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
-        if (keyHeader == null || keyHeader.isBlank()) {
-            throw new IllegalArgumentException("key-header must not be blank");
-        }
+        Objects.requireNonNull(keySource, "keySource");
         if (replayStatus < 200 || replayStatus > 299) {
             throw new IllegalArgumentException("replay-status must be a 2xx status, was " + replayStatus);
         }
@@ -58,12 +58,12 @@ public record RoutePolicy(
     }
 
     /** A route that does not reconcile UNCERTAIN records with its upstream. */
-    public RoutePolicy(String keyHeader, KeyPolicy keyPolicy, Set<String> methods, RequestFingerprinter fingerprinter,
+    public RoutePolicy(KeySource keySource, KeyPolicy keyPolicy, Set<String> methods, RequestFingerprinter fingerprinter,
             int replayStatus, StorableHeaders storableHeaders, Duration inFlightWait, Duration inFlightLease,
             Duration retention, OutcomePolicy outcomePolicy, int maxRequestBytes, Duration requestBodyTimeout,
             int maxStoredResponseBytes, Duration storeTimeout, Duration retryAfter, boolean upstreamHonoursKey,
             Optional<ProcessTracking> processTracking, boolean forwardWhenStoreUnavailable) {
-        this(keyHeader, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
+        this(keySource, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
                 retention, outcomePolicy, maxRequestBytes, requestBodyTimeout, maxStoredResponseBytes, storeTimeout,
                 retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty());
     }
@@ -81,6 +81,25 @@ public record RoutePolicy(
     /** How long an unsettled record may exist: an uncertain one is kept as long as a result would be. */
     public Duration unsettledRecordTtl() {
         return retention.plus(inFlightLease);
+    }
+
+    /**
+     * How long a client's answer waits for the store call that settles its exchange: three store-timeouts, the
+     * first attempt and a retry after a short back-off. Past it the client gets its answer and the call goes on
+     * in the background (see docs/concepts/unknown-outcomes.md).
+     */
+    public Duration settleDeadline() {
+        return storeTimeout.multipliedBy(3);
+    }
+
+    /**
+     * How long releasing a reservation or marking a record UNCERTAIN is tried again when Redis does not answer: as
+     * long as the record itself may exist. Given up at the lease's end, the record would lapse to UNCERTAIN with a
+     * guessed reason (a never-sent request "outcome unknown"), and its IN_FLIGHT state would outlive the exchange.
+     * Only exchanges under way when Redis went away retry (at most once a second), so the cost is bounded by them.
+     */
+    public Duration settleRetrySpan() {
+        return unsettledRecordTtl();
     }
 
     public boolean guards(String method) {

@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
 import java.net.ConnectException;
 import java.net.UnknownHostException;
 import java.time.Duration;
@@ -30,6 +31,7 @@ import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.http.HttpStatus;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
+import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.util.retry.Retry;
@@ -108,7 +110,11 @@ final class UpstreamExchange {
         return state.get();
     }
 
-    /** Completes once the exchange is settled: stored, released or marked uncertain. */
+    /**
+     * Completes once the exchange is settled (stored, released or marked uncertain), or once the settle deadline
+     * has passed since it began settling ({@link RoutePolicy#settleDeadline()}): the client's answer waits for the
+     * store, but not for a store that does not answer; the store call goes on in the background.
+     */
     Mono<Void> settled() {
         return settled.asMono();
     }
@@ -285,10 +291,20 @@ final class UpstreamExchange {
         } catch (RuntimeException e) {
             call = Mono.error(e);
         }
+        Duration deadline = policy.settleDeadline();
+        Disposable clientDeadline = Mono.delay(deadline).subscribe(tick -> {
+            if (settled.tryEmitEmpty() == Sinks.EmitResult.OK) {
+                log.warn("Settling scope {} as {} takes longer than {} ms: the client gets its answer now, the store "
+                        + "call goes on", scope.hash(), terminal, deadline.toMillis());
+            }
+        });
         call.onErrorResume(e -> {
             log.error("Settling scope {} as {} failed: {}", scope.hash(), terminal, e.toString());
             return Mono.empty();
-        }).doFinally(signal -> settled.tryEmitEmpty()).subscribe();
+        }).doFinally(signal -> {
+            clientDeadline.dispose();
+            settled.tryEmitEmpty();
+        }).subscribe();
         return true;
     }
 
@@ -304,8 +320,7 @@ final class UpstreamExchange {
         }
         Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
         Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
-        return store.complete(completion)
-                .timeout(policy.storeTimeout())
+        return StoreCall.within(policy.storeTimeout(), () -> store.complete(completion))
                 .retryWhen(Retry.backoff(5, Duration.ofMillis(200)).maxBackoff(Duration.ofSeconds(3)))
                 .doOnNext(result -> events.stored(scope, status, result))
                 .flatMap(result -> result.stored() && unfinishedProcess.isPresent()
@@ -323,8 +338,8 @@ final class UpstreamExchange {
      * never came back held it for good. Without the link the process's end is still seen by polling.
      */
     private Mono<Void> linkProcess(String processId, ProcessTracking tracking) {
-        return processes.watch(scope, processId, tracking, upstream, policy.retention())
-                .timeout(policy.storeTimeout())
+        return StoreCall.within(policy.storeTimeout(),
+                        () -> processes.watch(scope, processId, tracking, upstream, policy.retention()))
                 .onErrorResume(e -> {
                     log.warn("Process {} of scope {} could not be linked to its record ({}): its end is seen by "
                             + "polling, not by a status read", processId, scope.hash(), e.toString());
@@ -332,27 +347,33 @@ final class UpstreamExchange {
                 });
     }
 
+    /**
+     * Tried again until Redis answers, for as long as the record may exist ({@link RoutePolicy#settleRetrySpan()}):
+     * a lapsed lease would also leave it UNCERTAIN, but with a guessed reason, and IN_FLIGHT until someone looks.
+     */
     private Mono<Void> markUncertain(String reason) {
-        return store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl())
-                .timeout(policy.storeTimeout())
-                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+        return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(),
+                        () -> store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl()))
                 .doOnNext(result -> events.markedUncertain(scope, reason, result))
                 .onErrorResume(e -> {
-                    log.error("Scope {} could not be marked uncertain ({}); its lease lapses after {} and it "
-                            + "becomes uncertain then", scope.hash(), e.toString(), policy.inFlightLease());
+                    log.error("Scope {} could not be marked uncertain while its record may exist ({}); it becomes "
+                            + "uncertain as its lease lapses", scope.hash(), e.toString());
                     return Mono.empty();
                 })
                 .then();
     }
 
+    /**
+     * Tried again until Redis answers, for as long as the record may exist ({@link RoutePolicy#settleRetrySpan()}):
+     * given up, a request never sent (or answered with no result) would lapse to UNCERTAIN and refuse every retry as
+     * "outcome unknown". The client does not wait for it beyond the settle deadline.
+     */
     private Mono<Void> release() {
-        return store.release(scope, owner)
-                .timeout(policy.storeTimeout())
-                .retryWhen(Retry.backoff(3, Duration.ofMillis(200)))
+        return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(), () -> store.release(scope, owner))
                 .doOnNext(result -> events.released(scope, result))
                 .onErrorResume(e -> {
-                    log.warn("Reservation for scope {} could not be released ({}); it lapses after {}",
-                            scope.hash(), e.toString(), policy.inFlightLease());
+                    log.warn("Reservation for scope {} could not be released while its record may exist ({}); it "
+                            + "lapses to uncertain", scope.hash(), e.toString());
                     return Mono.empty();
                 })
                 .then();

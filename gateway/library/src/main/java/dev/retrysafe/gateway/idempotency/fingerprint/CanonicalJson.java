@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
+import dev.retrysafe.gateway.idempotency.pointer.JsonPointer;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
@@ -22,7 +23,8 @@ import tools.jackson.core.json.JsonFactory;
 /**
  * Rewrites a JSON document into one fixed textual form, so that bodies that mean the same thing
  * hash the same: sorted object keys, no insignificant whitespace, one string escaping, numbers
- * compared by value, and the arrays named in {@code unorderedArrays} sorted.
+ * compared by value, the arrays named in {@code unorderedArrays} sorted, and the values the {@code ignored} pointers
+ * name left out (as if they had never been sent: volatile metadata that is not part of the request's intent).
  *
  * <p>Parsing, sorting and writing use explicit stacks instead of recursion; Jackson's default
  * {@code StreamReadConstraints} (nesting depth, number and string length) bound the input.
@@ -45,10 +47,20 @@ public final class CanonicalJson {
             .thenComparing(SortableElement::node, CanonicalJson::compareCanonical);
 
     private final Set<String> unorderedArrays;
+    private final List<JsonPointer> ignored;
 
     /** @param unorderedArrays names of fields whose arrays are sets: their order carries no meaning */
     public CanonicalJson(Set<String> unorderedArrays) {
+        this(unorderedArrays, List.of());
+    }
+
+    /**
+     * @param ignored values left out of the canonical form; an element left out of an array shortens it, and the
+     *                indexes the other pointers name are those of the body as sent
+     */
+    public CanonicalJson(Set<String> unorderedArrays, List<JsonPointer> ignored) {
         this.unorderedArrays = Set.copyOf(Objects.requireNonNull(unorderedArrays, "unorderedArrays"));
+        this.ignored = List.copyOf(Objects.requireNonNull(ignored, "ignored"));
     }
 
     /**
@@ -71,33 +83,50 @@ public final class CanonicalJson {
         }
     }
 
-    /** Reads exactly one value into a tree whose objects and unordered arrays are already sorted. */
+    /**
+     * Reads exactly one value into a tree whose objects and unordered arrays are already sorted, leaving out the
+     * ignored values. Each open container carries the ignore pointers whose segments so far match its path, so a
+     * route that ignores nothing does no matching at all.
+     */
     private Node parse(JsonParser parser) {
         Deque<Container> open = new ArrayDeque<>();
         JsonToken token;
         while ((token = parser.nextToken()) != null) {
+            if (token == JsonToken.PROPERTY_NAME) {
+                ((ObjectBuilder) open.peek()).pendingName = parser.currentName();
+                continue;
+            }
             Node completed;
-            switch (token) {
-                case START_OBJECT -> {
-                    open.push(new ObjectBuilder());
-                    continue;
+            if (token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY) {
+                completed = open.pop().build();
+            } else {
+                Container parent = open.peek();
+                Position position = parent == null ? new Position(0, ignored) : parent.position().child();
+                if (parent != null && !parent.position().ignoredBelow().isEmpty()) {
+                    Optional<Position> kept = parent.position().into(parent.nextName());
+                    if (kept.isEmpty()) {
+                        parser.skipChildren(); // a scalar has none: nothing to skip
+                        continue;
+                    }
+                    position = kept.get();
                 }
-                case START_ARRAY -> {
-                    open.push(new ArrayBuilder(open.peek() instanceof ObjectBuilder parent
-                            && unorderedArrays.contains(parent.pendingName)));
-                    continue;
+                switch (token) {
+                    case START_OBJECT -> {
+                        open.push(new ObjectBuilder(position));
+                        continue;
+                    }
+                    case START_ARRAY -> {
+                        open.push(new ArrayBuilder(parent instanceof ObjectBuilder object
+                                && unorderedArrays.contains(object.pendingName), position));
+                        continue;
+                    }
+                    case VALUE_STRING -> completed = new Literal(quoted(parser.getString()));
+                    case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> completed = new Literal(number(parser.getString()));
+                    case VALUE_TRUE -> completed = Literal.TRUE;
+                    case VALUE_FALSE -> completed = Literal.FALSE;
+                    case VALUE_NULL -> completed = Literal.NULL;
+                    default -> throw new IllegalStateException("Unexpected token from a JSON parser: " + token);
                 }
-                case PROPERTY_NAME -> {
-                    ((ObjectBuilder) open.peek()).pendingName = parser.currentName();
-                    continue;
-                }
-                case END_OBJECT, END_ARRAY -> completed = open.pop().build();
-                case VALUE_STRING -> completed = new Literal(quoted(parser.getString()));
-                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> completed = new Literal(number(parser.getString()));
-                case VALUE_TRUE -> completed = Literal.TRUE;
-                case VALUE_FALSE -> completed = Literal.FALSE;
-                case VALUE_NULL -> completed = Literal.NULL;
-                default -> throw new IllegalStateException("Unexpected token from a JSON parser: " + token);
             }
             if (open.isEmpty()) {
                 return completed;
@@ -105,6 +134,31 @@ public final class CanonicalJson {
             open.peek().add(completed);
         }
         return null;
+    }
+
+    /**
+     * Where a container is: {@code depth} segments below the top, with the ignore pointers whose segments so far
+     * match its path.
+     */
+    private record Position(int depth, List<JsonPointer> ignoredBelow) {
+        /** A value inside, when no pointer reaches into it. */
+        Position child() {
+            return new Position(depth + 1, List.of());
+        }
+
+        /** A value inside, by its name or index: empty when a pointer ends at it (it is left out). */
+        Optional<Position> into(String nameOrIndex) {
+            List<JsonPointer> below = new ArrayList<>();
+            for (JsonPointer pointer : ignoredBelow) {
+                if (pointer.matchesAt(depth, nameOrIndex)) {
+                    if (pointer.depth() == depth + 1) {
+                        return Optional.empty();
+                    }
+                    below.add(pointer);
+                }
+            }
+            return Optional.of(new Position(depth + 1, below));
+        }
     }
 
     /**
@@ -323,11 +377,31 @@ public final class CanonicalJson {
         void add(Node value);
 
         Node build();
+
+        Position position();
+
+        /** The name of the value about to be read: its member name, or its index in the array as sent. */
+        String nextName();
     }
 
     private static final class ObjectBuilder implements Container {
         private final List<Member> members = new ArrayList<>();
+        private final Position position;
         private String pendingName;
+
+        ObjectBuilder(Position position) {
+            this.position = position;
+        }
+
+        @Override
+        public Position position() {
+            return position;
+        }
+
+        @Override
+        public String nextName() {
+            return pendingName;
+        }
 
         @Override
         public void add(Node value) {
@@ -344,9 +418,22 @@ public final class CanonicalJson {
     private static final class ArrayBuilder implements Container {
         private final List<Node> elements = new ArrayList<>();
         private final boolean unordered;
+        private final Position position;
+        private int nextIndex;
 
-        ArrayBuilder(boolean unordered) {
+        ArrayBuilder(boolean unordered, Position position) {
             this.unordered = unordered;
+            this.position = position;
+        }
+
+        @Override
+        public Position position() {
+            return position;
+        }
+
+        @Override
+        public String nextName() {
+            return Integer.toString(nextIndex++);
         }
 
         @Override

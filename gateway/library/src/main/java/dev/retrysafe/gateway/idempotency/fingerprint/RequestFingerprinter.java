@@ -8,13 +8,14 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeSet;
 import java.util.function.Function;
 
 /**
  * Computes what "the same request" means for idempotency: the same method, the same path (it
  * carries the merchant id of an update), the same query parameters in any order of names, and a
- * body that is the same JSON value — or byte for byte the same when it is not JSON.
- * Thread-safe.
+ * body that is the same JSON value — or byte for byte the same when it is not JSON — and, when the route names
+ * them, the same values of the request headers that are part of the intent. Thread-safe.
  */
 public final class RequestFingerprinter {
 
@@ -23,9 +24,12 @@ public final class RequestFingerprinter {
     private static final byte[] NO_BYTES = new byte[0];
     private static final Comparator<String> BY_PARAMETER_NAME = Comparator.comparing(RequestFingerprinter::parameterName);
     private static final byte[] RAW_REQUEST_TAG = "raw-request-v1".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] INTENT_HEADERS_TAG = "headers-v1".getBytes(StandardCharsets.US_ASCII);
+    private static final Function<String, List<String>> NO_HEADERS = name -> List.of();
 
     private final Function<byte[], Optional<byte[]>> canonicalJson;
     private final Optional<RememberedFingerprints> remembered;
+    private final List<String> intentHeaders;
 
     /** A fingerprinter that puts every JSON body in canonical form, however often it has seen it. */
     public RequestFingerprinter(CanonicalJson canonicalJson) {
@@ -37,12 +41,27 @@ public final class RequestFingerprinter {
      *                               that a retry resending the same bytes skips the canonical form; 0 keeps none
      */
     public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints) {
-        this(Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize, rememberedFingerprints);
+        this(canonicalJson, rememberedFingerprints, List.of());
+    }
+
+    /**
+     * @param intentHeaders request headers whose values are part of the fingerprint, by name in any case; none
+     *                      leaves the fingerprint exactly as without this argument
+     */
+    public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints, List<String> intentHeaders) {
+        this(Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize, rememberedFingerprints,
+                intentHeaders);
     }
 
     /** For tests that count how often a body is put in canonical form. */
     RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints) {
+        this(canonicalJson, rememberedFingerprints, List.of());
+    }
+
+    private RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints,
+            List<String> intentHeaders) {
         this.canonicalJson = canonicalJson;
+        this.intentHeaders = headerNames(intentHeaders);
         if (rememberedFingerprints < 0) {
             throw new IllegalArgumentException("remembered-fingerprints must not be negative, was "
                     + rememberedFingerprints);
@@ -59,16 +78,28 @@ public final class RequestFingerprinter {
      * @param body        the request body, or {@code null} when there is none
      */
     public Fingerprint fingerprint(String method, String path, String rawQuery, String contentType, byte[] body) {
+        return fingerprint(method, path, rawQuery, contentType, body, NO_HEADERS);
+    }
+
+    /**
+     * @param headerValues every value of a request header, by name in any case, as sent (one per header line, in
+     *                     order); empty when it was not sent. Asked only for the route's intent headers.
+     */
+    public Fingerprint fingerprint(String method, String path, String rawQuery, String contentType, byte[] body,
+            Function<String, List<String>> headerValues) {
         Objects.requireNonNull(method, "method");
         Objects.requireNonNull(path, "path");
         byte[] rawBody = body == null ? NO_BYTES : body;
+        List<byte[]> headerParts = intentHeaderParts(headerValues);
         if (remembered.isPresent() && isJson(contentType)) {
             // Everything the fingerprint depends on, the body as sent: equal raw digests mean equal fingerprints.
-            byte[] rawDigest = new PartsDigest().add(RAW_REQUEST_TAG).add(method.toUpperCase(Locale.ROOT))
-                    .add(path).add(canonicalQuery(rawQuery)).add(rawBody).digest();
-            return remembered.get().computeIfAbsent(rawDigest, () -> computed(method, path, rawQuery, contentType, rawBody));
+            PartsDigest raw = new PartsDigest().add(RAW_REQUEST_TAG).add(method.toUpperCase(Locale.ROOT))
+                    .add(path).add(canonicalQuery(rawQuery)).add(rawBody);
+            headerParts.forEach(raw::add);
+            return remembered.get().computeIfAbsent(raw.digest(),
+                    () -> computed(method, path, rawQuery, contentType, rawBody, headerParts));
         }
-        return computed(method, path, rawQuery, contentType, rawBody);
+        return computed(method, path, rawQuery, contentType, rawBody, headerParts);
     }
 
     /** How many fingerprints are remembered now (0 when remembering is off). */
@@ -76,7 +107,59 @@ public final class RequestFingerprinter {
         return remembered.map(RememberedFingerprints::size).orElse(0);
     }
 
-    private Fingerprint computed(String method, String path, String rawQuery, String contentType, byte[] rawBody) {
+    /**
+     * Nothing at all without intent headers, so that every fingerprint stored before they existed stays valid. With
+     * them: each name, its number of values and each value as sent, so that a header not sent (0 values) differs
+     * from one sent empty, and "a, b" in one line from "a" and "b" in two.
+     */
+    private List<byte[]> intentHeaderParts(Function<String, List<String>> headerValues) {
+        if (intentHeaders.isEmpty()) {
+            return List.of();
+        }
+        List<byte[]> parts = new ArrayList<>();
+        parts.add(INTENT_HEADERS_TAG);
+        for (String name : intentHeaders) {
+            List<String> values = Objects.requireNonNullElse(headerValues.apply(name), List.of());
+            parts.add(name.getBytes(StandardCharsets.UTF_8));
+            parts.add(Integer.toString(values.size()).getBytes(StandardCharsets.US_ASCII));
+            for (String value : values) {
+                parts.add(value.getBytes(StandardCharsets.UTF_8));
+            }
+        }
+        return parts;
+    }
+
+    /** Lower case, sorted, each once: the order a route lists them in, or their case, changes nothing. */
+    private static List<String> headerNames(List<String> names) {
+        TreeSet<String> sorted = new TreeSet<>();
+        for (String name : Objects.requireNonNull(names, "intentHeaders")) {
+            String trimmed = name == null ? "" : name.trim();
+            if (!isToken(trimmed)) {
+                throw new IllegalArgumentException("fingerprint-headers must be header names, was '" + name + "'");
+            }
+            sorted.add(trimmed.toLowerCase(Locale.ROOT));
+        }
+        return List.copyOf(sorted);
+    }
+
+    /** An HTTP field name (RFC 9110 token): what a header line can carry before its colon. */
+    private static boolean isToken(String name) {
+        if (name.isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            boolean allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                    || "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+            if (!allowed) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private Fingerprint computed(String method, String path, String rawQuery, String contentType, byte[] rawBody,
+            List<byte[]> headerParts) {
         Optional<byte[]> canonicalBody = isJson(contentType) ? canonicalJson.apply(rawBody) : Optional.empty();
 
         // A fresh digest per call: digests are stateful and not thread-safe.
@@ -89,6 +172,7 @@ public final class RequestFingerprinter {
         // The tag keeps a raw body from ever colliding with a canonical JSON body of the same bytes.
         sha256.add(canonicalBody.isPresent() ? JSON_BODY : RAW_BODY);
         sha256.add(canonicalBody.orElse(rawBody));
+        headerParts.forEach(sha256::add);
         return Fingerprint.ofDigest(sha256.digest());
     }
 

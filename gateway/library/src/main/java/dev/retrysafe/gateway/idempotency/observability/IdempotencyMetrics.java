@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntSupplier;
 
 /**
  * The gateway's own meters besides {@code idempotency.events}: requests by outcome, store latency, requests in
@@ -24,6 +25,7 @@ public final class IdempotencyMetrics {
     public static final String STORED_RESPONSE = "idempotency.stored.response";
     public static final String STORE_MEMORY_LOST = "idempotency.store.memory-lost";
     public static final String RECONCILIATIONS = "idempotency.reconciliations";
+    public static final String STORE_EVICTING_MASTERS = "idempotency.store.evicting-masters";
 
     private final MeterRegistry registry;
     private final AtomicInteger inFlight = new AtomicInteger();
@@ -110,6 +112,17 @@ public final class IdempotencyMetrics {
     /** Counts one loss of a Redis master's memory (a restart without persistence, an empty replica, FLUSHALL). */
     public void storeMemoryLost() {
         memoryLost.increment();
+    }
+
+    /**
+     * Publishes how many Redis masters evict keys by their {@code maxmemory-policy}, as the store's memory check last
+     * read them: above 0, records may be forgotten before their retention ends.
+     */
+    public void evictingMasters(IntSupplier evicting) {
+        Gauge.builder(STORE_EVICTING_MASTERS, evicting, IntSupplier::getAsInt)
+                .description("Redis masters whose maxmemory-policy evicts keys, records included (0: none)")
+                .strongReference(true) // the supplier is held by nothing else
+                .register(registry);
     }
 
     /** Counts one request as exchanging with the upstream until the returned handle is closed. */

@@ -1,10 +1,12 @@
 package dev.retrysafe.gateway.idempotency.observability;
 
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -16,7 +18,9 @@ import reactor.core.publisher.Mono;
  * Counts the store's records every {@code interval} and publishes the counts as gauges: {@code idempotency.records
  * {state}} (IN_FLIGHT, UNCERTAIN, COMPLETED), {@code idempotency.records.pending} (IN_FLIGHT longer than
  * {@code pendingAfter}) and {@code idempotency.records.processes-pending} (COMPLETED records whose process has not
- * been seen ending). The counts are cluster-wide, the same on every instance that samples. A failed or unfinished
+ * been seen ending), and with them, from the same reads, {@code idempotency.records.oldest-age{state}} ({@code
+ * in-flight}, {@code uncertain}, {@code process-pending}): seconds since the oldest record of that kind became so, by
+ * Redis's clock, 0 when there is none. The counts are cluster-wide, the same on every instance that samples. A failed or unfinished
  * sample leaves the gauges at NaN rather than at stale numbers that look current; so does a COMPLETED count that
  * would read more than {@code maxRecords} record keys (the others come from the index of unsettled records).
  */
@@ -24,6 +28,7 @@ public final class RecordCountSampler implements SmartLifecycle {
     public static final String RECORDS = "idempotency.records";
     public static final String PENDING = "idempotency.records.pending";
     public static final String PROCESSES_PENDING = "idempotency.records.processes-pending";
+    public static final String OLDEST_AGE = "idempotency.records.oldest-age";
     private static final Logger log = LoggerFactory.getLogger(RecordCountSampler.class);
 
     private final RecordInspector inspector;
@@ -52,6 +57,19 @@ public final class RecordCountSampler implements SmartLifecycle {
                 .register(registry);
         Gauge.builder(PROCESSES_PENDING, this, sampler -> value(sampler.latest, RecordCounts::processesPending))
                 .description("COMPLETED records whose process (a 202's) has not been seen ending yet")
+                .register(registry);
+        age(registry, "in-flight", "Since the oldest IN_FLIGHT record was reserved (0: none)", RecordAges::inFlight);
+        age(registry, "uncertain", "Since the oldest UNCERTAIN record became so (0: none)", RecordAges::uncertain);
+        age(registry, "process-pending", "Since the oldest record whose process has not been seen ending stored "
+                + "its 202 (0: none)", RecordAges::processPending);
+    }
+
+    private void age(MeterRegistry registry, String state, String description, Function<RecordAges, Duration> age) {
+        Gauge.builder(OLDEST_AGE, this, sampler -> sampler.latest == null ? Double.NaN
+                        : age.apply(sampler.latest.oldest()).toMillis() / 1000.0)
+                .description(description)
+                .tag("state", state)
+                .baseUnit("seconds")
                 .register(registry);
     }
 

@@ -12,7 +12,9 @@ import java.util.OptionalLong;
  *                         flight for milliseconds, so these are stuck exchanges or gateway instances that died holding
  *                         them
  * @param processesPending COMPLETED records whose process (a 202's) has not been seen ending yet
+ * @param oldest           how long the oldest IN_FLIGHT, UNCERTAIN and process-pending records have been so, read with
+ *                         the counts from the same index
  */
 public record RecordCounts(long inFlight, long uncertain, OptionalLong completed, long pending,
-        long processesPending) {
+        long processesPending, RecordAges oldest) {
 }

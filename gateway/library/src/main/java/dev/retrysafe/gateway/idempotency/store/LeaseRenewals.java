@@ -12,11 +12,12 @@ import java.util.function.Supplier;
 import org.springframework.beans.factory.DisposableBean;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * Keeps the leases of this instance's in-flight requests alive: one ticker for the whole instance renews each lease
- * once a third of it has passed, so a slow but live request is never taken over. A per-request timer would cost
+ * once a third of it has passed, so a slow but live request is never taken over. A renewal that fails (a passing
+ * Redis fault, no answer within store-timeout) is tried again at the next tick, not a third of a lease later: two
+ * failures in a row would otherwise let a live exchange's lease lapse. A per-request timer would cost
  * every request a scheduled task; most requests end long before their first renewal is due. The same ticker is the
  * exchanges' stall watchdog: a lease is renewed only for an exchange that shows progress, so that no bug and no
  * client can keep a record IN_FLIGHT for longer than its stall limit plus one lease.
@@ -51,10 +52,8 @@ public final class LeaseRenewals implements DisposableBean {
             }
             if (entry.nextRenewal <= now && !entry.renewing) {
                 entry.renewing = true;
-                store.renew(entry.scope, owner, entry.lease)
-                        .timeout(entry.storeTimeout)
-                        // A failed call may be a passing Redis fault: try again at the next tick.
-                        .onErrorResume(e -> Mono.just(true))
+                // On failure nextRenewal stays due: the next tick tries again.
+                StoreCall.within(entry.storeTimeout, () -> store.renew(entry.scope, owner, entry.lease))
                         .subscribe(stillOurs -> {
                             if (stillOurs) {
                                 entry.nextRenewal = System.nanoTime() + entry.lease.toNanos() / 3;
@@ -63,7 +62,7 @@ public final class LeaseRenewals implements DisposableBean {
                                 // client write; the watchdog keeps watching it until it ends.
                                 entry.nextRenewal = Long.MAX_VALUE;
                             }
-                        }, e -> { }, () -> entry.renewing = false);
+                        }, e -> entry.renewing = false, () -> entry.renewing = false);
             }
         });
     }

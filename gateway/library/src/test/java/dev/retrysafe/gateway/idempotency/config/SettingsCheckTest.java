@@ -83,6 +83,44 @@ class SettingsCheckTest {
     }
 
     @Test
+    void anInvalidPointerToIgnoreFailsTheStartupNamingTheRouteTheArgAndThePointer() {
+        runner.withPropertyValues(ROUTE + "id=webhooks", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/hooks/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.fingerprint-ignore=/sentAt,meta/requestId").run(context -> {
+            assertThat(context).hasFailed();
+            String description = new SettingsFailureAnalyzer(new StandardEnvironment())
+                    .analyze(context.getStartupFailure()).getDescription();
+            assertThat(description).contains("route 'webhooks'")
+                    .contains("fingerprint-ignore 'meta/requestId' is not a JSON pointer: it must start with '/'")
+                    .contains("Set on the route: arg fingerprint-ignore");
+        });
+    }
+
+    @Test
+    void keyFromAndKeyHeaderThatDisagreeFailTheStartup() {
+        runner.withPropertyValues(ROUTE + "id=webhooks", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/hooks/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.key-from=body:/id", ROUTE + "filters[0].args.key-header=X-Key").run(context -> {
+            assertThat(context).hasFailed();
+            String description = new SettingsFailureAnalyzer(new StandardEnvironment())
+                    .analyze(context.getStartupFailure()).getDescription();
+            assertThat(description).contains("route 'webhooks'")
+                    .contains("key-from 'body:/id' and key-header 'X-Key' name different keys: set only key-from");
+        });
+    }
+
+    @Test
+    void theIntentArgsBindFromCommaSeparatedValues() {
+        runner.withPropertyValues(ROUTE + "id=webhooks", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/hooks/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.key-from=header:X-GitHub-Delivery",
+                ROUTE + "filters[0].args.key-header=x-github-delivery",
+                ROUTE + "filters[0].args.fingerprint-ignore=/sentAt,/meta/*/requestId,/a~1b",
+                ROUTE + "filters[0].args.fingerprint-headers=X-Api-Version,X-Channel")
+                .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
     void aWrongDefaultIsOneMessageNamingThePropertyItsValueAndTheRule() {
         runner.withPropertyValues("idempotency.key-min-length=100").run(context -> {
             IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);

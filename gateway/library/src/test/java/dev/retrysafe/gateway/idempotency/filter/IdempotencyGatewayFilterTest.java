@@ -23,6 +23,8 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
+import dev.retrysafe.gateway.idempotency.support.ForwardingStore;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.support.MutableClock;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
@@ -40,7 +42,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -212,6 +216,123 @@ class IdempotencyGatewayFilterTest {
                 + "its response was larger than 8 bytes and cannot be replayed. Do not resend it with a new key: "
                 + "check the resource's state.");
         assertThat(upstream.calls).hasValue(1);
+    }
+
+    // ---- the intent: ignored fields, intent headers, keys from the event
+
+    static final String STAMPED = "{\"merchant\":\"acme\",\"amount\":42,\"sentAt\":\"2026-01-15T10:00:00Z\"}";
+    static final String RESTAMPED = STAMPED.replace("10:00:00Z", "10:00:07Z");
+
+    @Test
+    void aRetryDifferingOnlyInAnIgnoredFieldIsReplayed() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintIgnore(List.of("/sentAt"));
+        GatewayFilter filter = filter(config);
+        through(filter, keyed().body(STAMPED));
+        MockServerWebExchange retry = through(filter, keyed().body(RESTAMPED));
+
+        assertThat(retry.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(200));
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(body(retry)).isEqualTo(ACCEPTED);
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void theSameFieldNotIgnoredStillMakesTheRetryAConflict() {
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        through(filter, keyed().body(STAMPED));
+        MockServerWebExchange retry = through(filter, keyed().body(RESTAMPED));
+
+        assertEnvelope(retry, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aStarIgnoresAFieldInEveryElementAndMemberButNotTheRest() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintIgnore(List.of("/items/*/attempt", "/meta/*/requestId"));
+        GatewayFilter filter = filter(config);
+        String body = "{\"items\":[{\"sku\":\"a\",\"attempt\":1},{\"sku\":\"b\",\"attempt\":1}],"
+                + "\"meta\":{\"web\":{\"requestId\":\"r-1\"},\"app\":{\"requestId\":\"r-2\"}}}";
+        through(filter, keyed().body(body));
+        MockServerWebExchange retry = through(filter, keyed().body(body.replace("\"attempt\":1", "\"attempt\":2")
+                .replace("r-1", "r-3").replace("r-2", "r-4")));
+        MockServerWebExchange changed = through(filter, keyed().body(body.replace("\"b\"", "\"c\"")));
+
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(changed, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anIntentHeaderThatDiffersIsAConflictEvenWithTheBodyBytesRemembered() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setFingerprintHeaders(List.of("X-Api-Version"));
+        GatewayFilter filter = filter(config);
+        through(filter, keyed().header("X-Api-Version", "1").body(BODY));
+        MockServerWebExchange sameIntent = through(filter, keyed().header("x-api-version", "1").body(BODY));
+        MockServerWebExchange otherVersion = through(filter, keyed().header("X-Api-Version", "2").body(BODY));
+
+        assertThat(sameIntent.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(otherVersion, 409, "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aHeaderTheRouteDoesNotListIsNotPartOfTheRequest() {
+        GatewayFilter filter = filter(new IdempotencyGatewayFilterFactory.Config());
+        through(filter, keyed().header("X-Api-Version", "1").body(BODY));
+        MockServerWebExchange retry = through(filter, keyed().header("X-Api-Version", "2").body(BODY));
+
+        assertThat(retry.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void twoDeliveriesOfOneEventWithoutAKeyHeaderReachTheUpstreamOnce() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("body:/id");
+        GatewayFilter filter = filter(config);
+        String event = "{\"id\":\"evt_1\",\"type\":\"invoice.paid\"}";
+        through(filter, post().body(event));
+        MockServerWebExchange redelivery = through(filter, post().body(event));
+        MockServerWebExchange another = through(filter, post().body("{\"id\":\"evt_2\",\"type\":\"invoice.paid\"}"));
+
+        assertThat(redelivery.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(another.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(upstream.calls).hasValue(2);
+        assertThat(store.size()).isEqualTo(2);
+    }
+
+    @Test
+    void twoDeliveriesWithOneDeliveryHeaderReachTheUpstreamOnce() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("header:X-GitHub-Delivery");
+        GatewayFilter filter = filter(config);
+        String delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+        through(filter, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        MockServerWebExchange redelivery = through(filter, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        MockServerWebExchange withoutIt = through(filter, keyed().body(BODY));
+
+        assertThat(redelivery.getResponse().getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertEnvelope(withoutIt, 422, "The X-GitHub-Delivery header is required.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void anEventWithoutItsIdIsRefusedWith422NamingWhereTheKeyWasLookedFor() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("body:/id");
+        String where = "The idempotency key is taken from the request body at /id; ";
+
+        assertEnvelope(send(config, keyed().body("{\"type\":\"ping\"}")), 422, where + "it is missing.");
+        assertEnvelope(send(config, post().body("{\"id\":null}")), 422, where + "it is null.");
+        assertEnvelope(send(config, post().body("{\"id\":{\"v\":1}}")), 422,
+                where + "it must be a string or a number, was an object.");
+        assertEnvelope(send(config, post().contentType(MediaType.TEXT_PLAIN).body("evt_1")), 422,
+                where + "the body is not valid JSON.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
     }
 
     // ---- in flight and uncertain
@@ -462,6 +583,148 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
+    void aReservationWhoseCallNeverSubscribesIsAnswered503() {
+        // As a Redis call stuck opening its connection: Reactor's timeout() never starts when onSubscribe never
+        // comes, the store call's own deadline does.
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.from(subscriber -> { });
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(upstream.calls).hasValue(0);
+    }
+
+    @Test
+    void aReservationWhoseAnswerNeverCameIsReleasedSoTheRetryIsForwarded() {
+        // The reserve ran in the store, its answer never reached the gateway: a record with an owner nobody holds.
+        GatewayFilter lost = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return delegate.reserve(request).then(Mono.never());
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange refused = exchange(keyed().body(BODY));
+        lost.filter(refused, upstream).block(WAIT);
+        assertThat(refused.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released in the background");
+        MockServerWebExchange retry = send(keyed().body(BODY));
+        assertThat(retry.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void aReservationRefusedBeforeItWasSentLeavesNothingToRelease() {
+        // While Redis is away every request is refused before its reserve is written: nothing can run later, and a
+        // retrying release per refused request would only load the store when it comes back. The release of a
+        // reserve given up is asked synchronously, as the filter answers: counted once the answer is there.
+        AtomicInteger releases = new AtomicInteger();
+        GatewayFilter notSent = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.error(new StoreCallNotSent(new IllegalStateException("Commands are rejected")));
+            }
+
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                releases.incrementAndGet();
+                return delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange refused = exchange(keyed().body(BODY));
+        notSent.filter(refused, upstream).block(WAIT);
+        assertThat(refused.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(releases).as("nothing sent, nothing to undo").hasValue(0);
+
+        GatewayFilter timedOut = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<Reservation> reserve(ReservationRequest request) {
+                return Mono.never();
+            }
+
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                releases.incrementAndGet();
+                return delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange late = exchange(keyed().body(BODY));
+        timedOut.filter(late, upstream).block(WAIT);
+        assertThat(late.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+        assertThat(releases).as("a reserve that may have run is released").hasPositiveValue();
+    }
+
+    @Test
+    void aStoreThatNeverAnswersTheCompletionDoesNotHoldTheClientsAnswerPastTheSettleDeadline() {
+        // Each attempt is bounded, but five retries with back-off add up to seconds: the client waits three
+        // store-timeouts at most, the store call goes on.
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<CompletionResult> complete(Completion completion) {
+                return Mono.never();
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        MockServerWebExchange exchange = exchange(keyed().body(BODY));
+        filter.filter(exchange, upstream).block(WAIT);
+
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(body(exchange)).isEqualTo(ACCEPTED);
+    }
+
+    @Test
+    void aReleaseRefusedManyTimesIsRetriedUntilItIsDone() {
+        // A Redis away for a while after a 503 that is no result: the key must end free, not lapse to UNCERTAIN.
+        AtomicInteger refusals = new AtomicInteger();
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(200)), new ForwardingStore(store) {
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                return refusals.incrementAndGet() <= 6
+                        ? Mono.error(new IllegalStateException("Redis is away"))
+                        : delegate.release(scope, owner);
+            }
+        }).apply(new IdempotencyGatewayFilterFactory.Config());
+        upstream.answerNextWith(503, "{\"error\":\"busy\"}");
+        MockServerWebExchange busy = exchange(keyed().body(BODY));
+        filter.filter(busy, upstream).block(WAIT);
+        assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released once the store answers");
+        assertThat(refusals.get()).isEqualTo(7);
+    }
+
+    @Test
+    void aReleaseIsStillTriedOnceTheLeaseHasEnded() {
+        // Redis away for longer than the lease: given up at the lease's end, the never-sent request's record would
+        // lapse to UNCERTAIN ("outcome unknown" for every retry). The store refuses for four leases here.
+        Duration lease = Duration.ofMillis(300);
+        AtomicLong refusingUntil = new AtomicLong();
+        AtomicInteger refusals = new AtomicInteger();
+        GatewayFilter filter = factory(defaults(false, Duration.ofMillis(100)), new ForwardingStore(store) {
+            @Override
+            public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
+                refusingUntil.compareAndSet(0, System.nanoTime() + lease.multipliedBy(4).toNanos());
+                if (System.nanoTime() - refusingUntil.get() < 0) {
+                    refusals.incrementAndGet();
+                    return Mono.error(new IllegalStateException("Redis is away"));
+                }
+                return delegate.release(scope, owner);
+            }
+        }).apply(config -> config.setInFlightLease(lease));
+        upstream.answerNextWith(503, "{\"error\":\"busy\"}");
+        MockServerWebExchange busy = exchange(keyed().body(BODY));
+        filter.filter(busy, upstream).block(WAIT);
+        assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
+
+        awaitRecord(record -> record.isEmpty(), "released once the store answers, four leases later");
+        assertThat(refusals.get()).isGreaterThan(1);
+    }
+
+    @Test
     void withTheStoreUnavailableARouteThatSaysSoForwardsUnprotected() {
         GatewayFilter filter = factory(defaults(true), new ReserveFails(store)).apply(
                 new IdempotencyGatewayFilterFactory.Config());
@@ -531,6 +794,13 @@ class IdempotencyGatewayFilterTest {
         return exchange;
     }
 
+    /** Through one filter (one route: its remembered fingerprints are kept between requests). */
+    MockServerWebExchange through(GatewayFilter filter, MockServerHttpRequest request) {
+        MockServerWebExchange exchange = exchange(request);
+        filter.filter(exchange, upstream).block(WAIT);
+        return exchange;
+    }
+
     MockServerWebExchange send(MockServerHttpRequest request) {
         return send(new IdempotencyGatewayFilterFactory.Config(), request);
     }
@@ -563,12 +833,23 @@ class IdempotencyGatewayFilterTest {
 
     /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
     static RouteDefaults defaults(boolean forwardWhenStoreUnavailable) {
+        return defaults(forwardWhenStoreUnavailable, PROPERTIES.storeTimeout());
+    }
+
+    static RouteDefaults defaults(boolean forwardWhenStoreUnavailable, Duration storeTimeout) {
         IdempotencyProperties p = PROPERTIES;
         return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(), forwardWhenStoreUnavailable,
+                p.requestBodyTimeout(), storeTimeout, p.retryAfter(), forwardWhenStoreUnavailable,
                 p.rememberedFingerprints());
+    }
+
+    /** Polls (bounded) until the scope's record is as expected: background store calls end after the answer. */
+    void awaitRecord(Predicate<Optional<InMemoryIdempotencyStore.StoredRecord>> expected, String what) {
+        Flux.interval(Duration.ofMillis(10)).onBackpressureDrop().filter(t -> expected.test(store.record(scope)))
+                .next().timeout(Duration.ofSeconds(20), Mono.empty()).block();
+        assertThat(expected.test(store.record(scope))).as(what).isTrue();
     }
 
     static String body(MockServerWebExchange exchange) {
@@ -678,7 +959,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose process links wait until the test lets them go; the order of events is noted. */
-    static final class LinkHeldUntilLetGo extends DelegatingStore {
+    static final class LinkHeldUntilLetGo extends ForwardingStore {
         final Sinks.Empty<Void> asked = Sinks.empty();
         final Sinks.Empty<Void> letGo = Sinks.empty();
         private final List<String> order;
@@ -700,7 +981,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose record writes never get an answer. */
-    static final class CompleteNeverAnswers extends DelegatingStore {
+    static final class CompleteNeverAnswers extends ForwardingStore {
         CompleteNeverAnswers(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -712,7 +993,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
-    static final class LinkNeverAnswers extends DelegatingStore {
+    static final class LinkNeverAnswers extends ForwardingStore {
         LinkNeverAnswers(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -724,7 +1005,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store where each request's release lands before its reserve. */
-    static final class ReleasedBeforeReserved extends DelegatingStore {
+    static final class ReleasedBeforeReserved extends ForwardingStore {
         ReleasedBeforeReserved(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -736,7 +1017,7 @@ class IdempotencyGatewayFilterTest {
     }
 
     /** The in-memory store with Redis away: every reservation fails. */
-    static final class ReserveFails extends DelegatingStore {
+    static class ReserveFails extends ForwardingStore {
         ReserveFails(IdempotencyStore delegate) {
             super(delegate);
         }
@@ -744,57 +1025,6 @@ class IdempotencyGatewayFilterTest {
         @Override
         public Mono<Reservation> reserve(ReservationRequest request) {
             return Mono.error(new IllegalStateException("Unable to connect to Redis"));
-        }
-    }
-
-    /** The in-memory store, as is: each test's store overrides what it changes. */
-    static class DelegatingStore implements IdempotencyStore {
-        final IdempotencyStore delegate;
-
-        DelegatingStore(IdempotencyStore delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public Mono<Reservation> reserve(ReservationRequest request) {
-            return delegate.reserve(request);
-        }
-
-        @Override
-        public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
-            return delegate.renew(scope, owner, lease);
-        }
-
-        @Override
-        public Mono<CompletionResult> complete(Completion completion) {
-            return delegate.complete(completion);
-        }
-
-        @Override
-        public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-            return delegate.release(scope, owner);
-        }
-
-        @Override
-        public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason,
-                Duration ttl) {
-            return delegate.markUncertain(scope, owner, reason, ttl);
-        }
-
-        @Override
-        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-            return delegate.linkProcess(routeId, processId, scope, ttl);
-        }
-
-        @Override
-        public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue,
-                Duration retention) {
-            return delegate.processEnded(routeId, processId, terminalValue, retention);
-        }
-
-        @Override
-        public SettleWaiter awaitSettle(IdempotencyScope scope) {
-            return delegate.awaitSettle(scope);
         }
     }
 }

@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
+import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
 import java.util.HashSet;
@@ -37,7 +38,7 @@ class RoutePolicyTest {
         Duration retryAfter = Duration.ofSeconds(1);
 
         RoutePolicy build() {
-            return new RoutePolicy(keyHeader, KEY_POLICY, methods, FINGERPRINTER, replayStatus, STORABLE,
+            return new RoutePolicy(new KeySource.Header(keyHeader), KEY_POLICY, methods, FINGERPRINTER, replayStatus, STORABLE,
                     inFlightWait, inFlightLease, retention, OUTCOMES, maxRequestBytes, requestBodyTimeout,
                     maxStoredResponseBytes, storeTimeout, retryAfter, false, java.util.Optional.empty(), false);
         }
@@ -47,7 +48,7 @@ class RoutePolicyTest {
     void acceptsValidSettings() {
         RoutePolicy policy = new Builder().build();
 
-        assertThat(policy.keyHeader()).isEqualTo("Idempotency-Key");
+        assertThat(policy.keySource()).isEqualTo(new KeySource.Header("Idempotency-Key"));
         assertThat(policy.replayStatus()).isEqualTo(200);
         assertThat(policy.keyPolicy()).isSameAs(KEY_POLICY);
     }

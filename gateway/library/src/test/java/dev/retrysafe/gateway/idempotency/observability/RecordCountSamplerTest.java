@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.observability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
@@ -25,7 +26,8 @@ class RecordCountSamplerTest {
         public Mono<RecordCounts> count(Duration pendingAfter, long maxRecords) {
             return Mono.fromSupplier(() -> {
                 samples.incrementAndGet();
-                return new RecordCounts(2, 1, java.util.OptionalLong.of(40), 0, 0);
+                return new RecordCounts(2, 1, java.util.OptionalLong.of(40), 0, 0,
+                        new RecordAges(Duration.ZERO, Duration.ofMillis(90_500), Duration.ofDays(2)));
             }).doOnNext(counts -> sampled.countDown());
         }
 
@@ -72,6 +74,26 @@ class RecordCountSamplerTest {
         } finally {
             sampler.stop();
         }
+    }
+
+    @Test
+    void theAgesArePublishedInSecondsByStateNaNBeforeAnySample() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        RecordCountSampler sampler = new RecordCountSampler(inspector, registry, Duration.ofHours(1),
+                Duration.ofSeconds(60), 100_000);
+        assertThat(age(registry, "uncertain")).isNaN();
+
+        sampler.sample().block(Duration.ofSeconds(10));
+
+        assertThat(age(registry, "in-flight")).as("none: 0").isZero();
+        assertThat(age(registry, "uncertain")).isEqualTo(90.5);
+        assertThat(age(registry, "process-pending")).isEqualTo(2 * 86_400.0);
+        assertThat(registry.get(RecordCountSampler.OLDEST_AGE).tag("state", "uncertain").gauge().getId()
+                .getBaseUnit()).isEqualTo("seconds");
+    }
+
+    private static double age(SimpleMeterRegistry registry, String state) {
+        return registry.get(RecordCountSampler.OLDEST_AGE).tag("state", state).gauge().value();
     }
 
     private static double completedGauge(SimpleMeterRegistry registry) {

@@ -5,6 +5,8 @@ import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -27,6 +29,9 @@ final class InvariantChecker {
     static final String NOTHING_LEFT_IN_FLIGHT = "4. no IN_FLIGHT record left after lease + response timeout";
     static final String SUCCESS_IS_STORED = "5. every complete 2xx answer is the stored one";
     static final String MALFORMED_REFUSED = "6. malformed framing: 400 or closed, nothing forwarded or reserved";
+    static final String ANSWERED_IN_BOUND = "7. every attempt ended within the bound derived from the settings";
+    static final String NOT_OWNER_EXPLAINED = "8. store-not-owner only where another party settled the record";
+    static final String ACKNOWLEDGED_REPLAYS = "9. every write the upstream acknowledged replays once faults end";
 
     /** Per invariant: how many keys (or attempts) it was checked on and which broke it, with why. */
     static final class Tally {
@@ -37,10 +42,16 @@ final class InvariantChecker {
     private final RequestFingerprinter fingerprinter = new RequestFingerprinter(new CanonicalJson(Set.of()));
     private final Map<String, Tally> tallies = new LinkedHashMap<>();
 
-    InvariantChecker() {
+    /** @param storeFaulted the store torture: invariants 7 to 9 too */
+    InvariantChecker(boolean storeFaulted) {
         for (String name : List.of(EVERY_ATTEMPT_ENDED, AT_MOST_ONCE, FORWARDED_AS_FINGERPRINTED, UNCERTAIN_WAS_SENT,
                 NOTHING_LEFT_IN_FLIGHT, SUCCESS_IS_STORED, MALFORMED_REFUSED)) {
             tallies.put(name, new Tally());
+        }
+        if (storeFaulted) {
+            for (String name : List.of(ANSWERED_IN_BOUND, NOT_OWNER_EXPLAINED, ACKNOWLEDGED_REPLAYS)) {
+                tallies.put(name, new Tally());
+            }
         }
     }
 
@@ -55,9 +66,20 @@ final class InvariantChecker {
     /**
      * @param record   the key's record after the run settled, {@code null} when there is none
      * @param receipts what the upstream received with this key, in order
+     * @param forgotten Redis may have forgotten the key's record (a restart without persistence after it began, or a
+     *                 lossy failover while it was under way): what needs the record to have been kept is not checked
+     * @param lossWindowClosed when the key was under way in a lossy failover's window, when the last such window
+     *                 closed (else null): a record reserved before then may be one the failover rolled back (its
+     *                 release or settle lost), so invariants 3 and 4 are not checked on it; a record reserved after
+     *                 (a reserve re-sent to the new master after the gateway gave up) is checked as any other
      */
-    void check(KeyHistory history, RecordView record, List<Receipt> receipts) {
+    void check(KeyHistory history, RecordView record, List<Receipt> receipts, boolean forgotten,
+            Instant lossWindowClosed) {
         String key = history.key();
+        boolean rolledBack = lossWindowClosed != null && record != null && record.reservedAt() != null
+                && !Instant.parse(record.reservedAt()).isAfter(lossWindowClosed);
+        String window = lossWindowClosed == null ? "" : " [under way in a lossy failover's window, closed at "
+                + lossWindowClosed + "]";
         for (Attempt attempt : history.attempts()) {
             check(EVERY_ATTEMPT_ENDED, key, attempt.status() != WireClient.NO_ANSWER,
                     () -> "attempt " + attempt.fault().label + " (" + attempt.detail() + ") hung");
@@ -65,7 +87,7 @@ final class InvariantChecker {
 
         List<Receipt> kept = receipts.stream().filter(r -> r.answeredStatus != RecordingUpstream.RELEASED_STATUS)
                 .toList();
-        check(AT_MOST_ONCE, key, kept.size() <= 1,
+        check(AT_MOST_ONCE, key, forgotten || kept.size() <= 1,
                 () -> kept.size() + " unreleased receipts " + ids(kept) + ", record " + describe(record));
 
         for (Receipt receipt : receipts) {
@@ -74,7 +96,7 @@ final class InvariantChecker {
             check(FORWARDED_AS_FINGERPRINTED, key, sentWhole, () -> "receipt " + receipt.id + " got "
                     + receipt.body.length + " bytes no client sent whole: " + text(receipt.body));
         }
-        if (record != null && record.fingerprint() != null && !kept.isEmpty()) {
+        if (!forgotten && record != null && record.fingerprint() != null && !kept.isEmpty()) {
             String forwarded = fingerprinter.fingerprint("POST", WireClient.PATH, null, "application/json",
                     kept.get(0).body).hex();
             check(FORWARDED_AS_FINGERPRINTED, key, forwarded.equals(record.fingerprint()),
@@ -83,16 +105,17 @@ final class InvariantChecker {
         }
 
         if (record != null && "UNCERTAIN".equals(record.state())) {
-            check(UNCERTAIN_WAS_SENT, key, !receipts.isEmpty(), () -> "UNCERTAIN (" + record.uncertainReason()
-                    + ") but the upstream never received it; attempts " + attempts(history));
+            check(UNCERTAIN_WAS_SENT, key, rolledBack || !receipts.isEmpty(), () -> "UNCERTAIN ("
+                    + record.uncertainReason()
+                    + ") but the upstream never received it; attempts " + attempts(history) + window);
         }
 
-        check(NOTHING_LEFT_IN_FLIGHT, key, record == null || !"IN_FLIGHT".equals(record.state()),
+        check(NOTHING_LEFT_IN_FLIGHT, key, rolledBack || record == null || !"IN_FLIGHT".equals(record.state()),
                 () -> "still IN_FLIGHT, reserved at " + record.reservedAt() + ", lease until " + record.leaseUntil()
-                        + "; receipts " + ids(receipts) + "; attempts " + attempts(history));
+                        + "; receipts " + ids(receipts) + "; attempts " + attempts(history) + window);
 
         for (Attempt attempt : history.attempts()) {
-            if (attempt.status() >= 200 && attempt.status() < 300) {
+            if (!forgotten && attempt.status() >= 200 && attempt.status() < 300) {
                 String stored = storedBody(record);
                 boolean fromUpstream = receipts.stream()
                         .anyMatch(r -> Arrays.equals(r.responseBody, attempt.responseBody()));
@@ -118,6 +141,42 @@ final class InvariantChecker {
                                 + text(retry.responseBody()));
             }
         }
+    }
+
+    /**
+     * Each attempt the client did not hang up itself ended (answer or close) within {@code bound}
+     * ({@link TortureRun#answerBound()}).
+     */
+    void checkAnswerBound(KeyHistory history, Duration bound) {
+        for (Attempt attempt : history.attempts()) {
+            if (attempt.status() != WireClient.HUNG_UP) {
+                check(ANSWERED_IN_BOUND, history.key(), attempt.millis() <= bound.toMillis(),
+                        () -> "attempt " + attempt.fault().label + " -> " + attempt.status() + " took "
+                                + attempt.millis() + " ms; attempts " + attempts(history));
+            }
+        }
+    }
+
+    /**
+     * One {@code store-not-owner} event: explained only when the record shows another party settled it (a reserve
+     * that found its lease lapsed and wrote UNCERTAIN, a later reservation, an operator), or Redis forgot it.
+     */
+    void checkNotOwner(String scopeHash, String refused, RecordView record, boolean forgotten) {
+        boolean explained = forgotten || record != null && (record.resolvedBy() != null
+                || (record.attempts() != null && record.attempts() > 1)
+                || ("UNCERTAIN".equals(record.state()) && record.uncertainReason() != null
+                        && record.uncertainReason().startsWith("lease lapsed")));
+        check(NOT_OWNER_EXPLAINED, scopeHash, explained, () -> refused + ", but the record, " + describe(record)
+                + ", shows nobody else settled it");
+    }
+
+    /** The clean retry, after the faults, of a key whose write the upstream acknowledged (receipt answered 201). */
+    void checkReplay(String key, Receipt acknowledged, Attempt retry) {
+        // The replay's status is the route's replay-status (200 by default): the body is what must match.
+        check(ACKNOWLEDGED_REPLAYS, key, retry.status() >= 200 && retry.status() < 300
+                        && Arrays.equals(retry.responseBody(), acknowledged.responseBody),
+                () -> "the upstream answered receipt " + acknowledged.id + " 201 " + text(acknowledged.responseBody)
+                        + ", the retry got " + retry.status() + " " + text(retry.responseBody()));
     }
 
     /** The in-flight gauge, read after the run settled. */

@@ -14,9 +14,13 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 
-/** What a run did and found, as text: counts per fault kind, per record state and per invariant, then violations. */
+/**
+ * What a run did and found, as text: counts per fault kind, per record state and per invariant, then violations.
+ * {@code storeSummary}: the store nemesis's faults and figures, empty in the wire torture.
+ */
 record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<String, RecordView> records,
-        List<Receipt> receipts, InvariantChecker checker, Duration ran, Duration settling, boolean restarted) {
+        List<Receipt> receipts, InvariantChecker checker, Duration ran, Duration settling, boolean restarted,
+        String storeSummary) {
     private static final int VIOLATIONS_SHOWN = 15;
 
     boolean passed() {
@@ -26,14 +30,16 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
     String text() {
         StringBuilder out = new StringBuilder();
         long attempts = histories.stream().mapToLong(h -> h.attempts().size()).sum();
-        out.append("Wire torture, ").append(Instant.now()).append('\n')
+        out.append(settings.storeFaulted() ? "Store torture (" + settings.topology().label + "), " : "Wire torture, ")
+                .append(Instant.now()).append('\n')
                 .append("  seed ").append(settings.seed()).append(", ").append(histories.size()).append(" exchanges (")
                 .append(attempts).append(" requests), ").append(settings.threads()).append(" client threads")
                 .append(settings.restart() ? ", gateway restarted mid-run: " + restarted : "").append('\n')
                 .append("  ran ").append(ran.toMillis()).append(" ms, settled in ").append(settling.toMillis())
                 .append(" ms; ").append(Runtime.getRuntime().availableProcessors()).append(" cores, Java ")
                 .append(System.getProperty("java.version")).append('\n')
-                .append("  replay: ").append(settings.replayCommand()).append('\n');
+                .append("  replay: ").append(settings.replayCommand()).append('\n')
+                .append(storeSummary);
         out.append("Client fault -> exchanges; statuses of first attempts | of retries (-1 closed, -2 client hung up)\n");
         histories.stream().collect(Collectors.groupingBy(KeyHistory::fault, TreeMap::new, Collectors.toList()))
                 .forEach((fault, keys) -> out.append(String.format("  %-34s %6d  %s | %s%n", fault.label, keys.size(),
@@ -71,7 +77,9 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
     Path write() throws IOException {
         Path directory = Path.of("target", "torture");
         Files.createDirectories(directory);
-        Path file = directory.resolve("torture-" + settings.seed() + ".txt");
+        String name = (!settings.storeFaulted() ? "torture-" : settings.topology() == StoreTopology.STANDALONE
+                ? "store-torture-" : "store-torture-" + settings.topology().label + "-") + settings.seed();
+        Path file = directory.resolve(name + ".txt");
         Files.writeString(file, text());
         Map<String, List<Integer>> receiptIds = receipts.stream().filter(r -> r.key != null).collect(
                 Collectors.groupingBy(r -> r.key, Collectors.mapping(r -> r.id, Collectors.toList())));
@@ -85,7 +93,7 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
                     String.valueOf(receiptIds.getOrDefault(history.key(), List.of())),
                     record == null ? "-" : record.state()));
         }
-        Files.write(directory.resolve("torture-" + settings.seed() + "-keys.tsv"), lines);
+        Files.write(directory.resolve(name + "-keys.tsv"), lines);
         return file;
     }
 

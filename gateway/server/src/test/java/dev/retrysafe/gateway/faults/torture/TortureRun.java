@@ -4,18 +4,27 @@ import dev.retrysafe.gateway.faults.torture.RecordingUpstream.Receipt;
 import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.support.Gateways;
+import dev.retrysafe.gateway.support.LocalRedisCluster;
+import dev.retrysafe.gateway.support.RedisFaultProxy;
+import dev.retrysafe.gateway.support.RestartableRedis;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.io.IOException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -32,6 +41,12 @@ import reactor.core.publisher.Flux;
  * One torture run: its own Redis, the recording upstream and a real gateway with short timeouts, so that every
  * exchange ends within the run; randomized exchanges from the seed on a pool of client threads; then a bounded wait
  * for in-flight exchanges to settle, and the invariants over the records, the upstream log and what clients got.
+ * With store faults ({@link TortureSettings#storeFaulted()}) the gateway reaches a restartable Redis through the
+ * {@link RedisFaultProxy}, with {@link #STORE_TIMEOUT}, while the {@link StoreNemesis} faults it; once the faults
+ * end, each write the upstream acknowledged is retried cleanly and must replay. On a Sentinel or Cluster topology
+ * ({@link TortureSettings#topology()}) the gateway reaches the replicated Redis directly and the nemesis fails its
+ * masters over; keys under way within {@link #REPLICATION_WINDOW} before a lossy failover, until the gateway
+ * could no longer write to the old master, are exempt as a forgetting restart's are.
  */
 final class TortureRun implements AutoCloseable {
     static final String ROUTE_ID = "onboarding";
@@ -41,30 +56,80 @@ final class TortureRun implements AutoCloseable {
     static final Duration IN_FLIGHT_WAIT = Duration.ofMillis(1500);
     /** Ticks of the lease ticker and a loaded 2-core machine, on top of lease + response timeout. */
     static final Duration SETTLE_SLACK = Duration.ofSeconds(3);
+    /** The store torture's store-timeout (the 300 ms); the wire torture keeps the default. */
+    static final Duration STORE_TIMEOUT = Duration.ofMillis(300);
+    /** The longest store fault: below the lease, so a correct gateway can always settle within one. */
+    static final Duration LONGEST_STORE_FAULT = Duration.ofMillis(1500);
+    /**
+     * How long before a lossy failover a write may still be missing on the replica that is promoted. Replication on
+     * loopback takes well under a millisecond; a second covers a loaded machine and the writes (release, settle)
+     * that follow a client's answer.
+     */
+    static final Duration REPLICATION_WINDOW = Duration.ofSeconds(1);
+
+    /**
+     * The longest a client may wait for its answer when Redis misbehaves, from the settings: its own stall
+     * (up to 1.5 request-body-timeouts), four store-timeouts (the reserve, the waiter's subscription and the two
+     * looks around an in-flight wait), the in-flight wait, the response timeout, one in-flight lease for settling
+     * (after it the record is no longer the exchange's to write, so waiting longer buys nothing) and the slack of a
+     * loaded machine. With the run's settings: 1.5 + 1.2 + 1.5 + 1 + 2 + 3 = 10.2 s.
+     */
+    static Duration answerBound() {
+        return REQUEST_BODY_TIMEOUT.multipliedBy(3).dividedBy(2).plus(STORE_TIMEOUT.multipliedBy(4))
+                .plus(IN_FLIGHT_WAIT).plus(RESPONSE_TIMEOUT).plus(LEASE).plus(SETTLE_SLACK);
+    }
+
+    /** The keys of {@link #awaitServing}'s probes: not exchanges of the run. */
+    private static final String HEALED_PROBE = "healed-";
 
     private final TortureSettings settings;
     private final EmbeddedRedisServer redis;
+    private final RestartableRedis storeRedis;
+    private final RedisFaultProxy proxy;
+    private final Failovers failovers;
+    private final StoreNotOwnerLog notOwner = new StoreNotOwnerLog();
     private final RecordingUpstream upstream;
     private final WireClient client;
     private volatile ConfigurableApplicationContext gateway;
     private volatile int port;
     private final AtomicInteger finished = new AtomicInteger();
+    /** Keys whose exchange is under way, and every key begun, by scope hash. */
+    private final Set<String> running = ConcurrentHashMap.newKeySet();
+    private final Map<String, String> keysByScope = new ConcurrentHashMap<>();
+    /** Keys whose records a forgetting restart may have erased: exempt from what needs the record kept. */
+    private final Set<String> forgotten = ConcurrentHashMap.newKeySet();
+    /** When each key's exchange ended (System.nanoTime): with its start, what a failover's loss window can reach. */
+    private final Map<String, Long> endedNanos = new ConcurrentHashMap<>();
     /** Closed while the gateway restarts: exchanges not yet begun wait; those under way meet the closed port. */
     private volatile CountDownLatch gatewayUp = new CountDownLatch(0);
 
     TortureRun(TortureSettings settings) throws Exception {
         this.settings = settings;
-        redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
-        redis.start();
+        if (settings.storeFaulted() && settings.topology() != StoreTopology.STANDALONE) {
+            redis = null;
+            storeRedis = null;
+            proxy = null;
+            failovers = settings.topology() == StoreTopology.SENTINEL ? new SentinelFailovers()
+                    : new ClusterFailovers();
+        } else if (settings.storeFaulted()) {
+            redis = null;
+            storeRedis = RestartableRedis.persistent();
+            proxy = new RedisFaultProxy(storeRedis.port());
+            failovers = null;
+        } else {
+            redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
+            redis.start();
+            storeRedis = null;
+            proxy = null;
+            failovers = null;
+        }
         upstream = new RecordingUpstream(Duration.ofMillis(300));
         startGateway();
         client = new WireClient(() -> port, Duration.ofSeconds(15), REQUEST_BODY_TIMEOUT.multipliedBy(3).dividedBy(2));
     }
 
     private void startGateway() {
-        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), Map.of(
-                "spring.data.redis.host", "127.0.0.1",
-                "spring.data.redis.port", String.valueOf(redis.port()),
+        Map<String, String> properties = new HashMap<>(Map.of(
                 "idempotency.in-flight-lease", LEASE.toMillis() + "ms",
                 "idempotency.in-flight-wait", IN_FLIGHT_WAIT.toMillis() + "ms",
                 "idempotency.request-body-timeout", REQUEST_BODY_TIMEOUT.toMillis() + "ms",
@@ -72,6 +137,17 @@ final class TortureRun implements AutoCloseable {
                 "idempotency.record-counts.enabled", "false",
                 // One line per request at INFO would drown the report; warnings and errors still show.
                 "logging.level.dev.retrysafe.gateway.idempotency", "WARN"));
+        if (failovers != null) {
+            properties.putAll(failovers.gatewayProperties());
+        } else {
+            properties.put("spring.data.redis.host", "127.0.0.1");
+            properties.put("spring.data.redis.port", String.valueOf(proxy != null ? proxy.port() : redis.port()));
+        }
+        if (settings.storeFaulted()) {
+            properties.put("idempotency.store-timeout", STORE_TIMEOUT.toMillis() + "ms");
+        }
+        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), properties);
+        notOwner.attach();
         port = gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
     }
 
@@ -81,7 +157,14 @@ final class TortureRun implements AutoCloseable {
         List<KeyHistory> histories = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(settings.threads());
         boolean restarted = false;
-        try {
+        StoreNemesis nemesis = !settings.storeFaulted() ? null
+                : failovers != null ? new StoreNemesis(settings.seed(), settings.storeFaults(), failovers)
+                : new StoreNemesis(settings.seed(), settings.storeFaults(), proxy, storeRedis, STORE_TIMEOUT,
+                        LONGEST_STORE_FAULT, this::noteForgotten, this::noteRunning);
+        try (AutoCloseable faults = nemesis == null ? () -> { } : nemesis) {
+            if (nemesis != null) {
+                nemesis.start();
+            }
             List<Future<KeyHistory>> running = new ArrayList<>();
             for (int i = 0; i < settings.exchanges(); i++) {
                 int index = i;
@@ -91,7 +174,7 @@ final class TortureRun implements AutoCloseable {
             for (Future<KeyHistory> exchange : running) {
                 histories.add(exchange.get());
                 if (histories.size() % tenth == 0) {
-                    System.out.printf("Wire torture: %d of %d exchanges, %d s%n", histories.size(),
+                    System.out.printf("Torture: %d of %d exchanges, %d s%n", histories.size(),
                             settings.exchanges(), Duration.ofNanos(System.nanoTime() - started).toSeconds());
                 }
                 if (settings.restart() && !restarted && finished.get() >= settings.exchanges() / 2) {
@@ -105,6 +188,9 @@ final class TortureRun implements AutoCloseable {
         } finally {
             pool.shutdownNow();
         }
+        if (nemesis != null) {
+            awaitServing();
+        }
         Duration ran = Duration.ofNanos(System.nanoTime() - started);
         long settleStarted = System.nanoTime();
         Map<String, RecordView> records = settle(histories);
@@ -112,19 +198,144 @@ final class TortureRun implements AutoCloseable {
 
         Map<String, List<Receipt>> receipts = upstream.receipts().stream()
                 .filter(r -> r.key != null).collect(Collectors.groupingBy(r -> r.key));
-        InvariantChecker checker = new InvariantChecker();
+        InvariantChecker checker = new InvariantChecker(settings.storeFaulted());
+        Map<String, Instant> lostInFailover = nemesis == null ? Map.of()
+                : lostInFailover(histories, nemesis.lossWindows());
+        Set<String> exempt = new HashSet<>(forgotten);
+        exempt.addAll(lostInFailover.keySet());
         for (KeyHistory history : histories) {
-            checker.check(history, records.get(history.key()), receipts.getOrDefault(history.key(), List.of()));
+            List<Receipt> received = receipts.getOrDefault(history.key(), List.of());
+            checker.check(history, records.get(history.key()), received, exempt.contains(history.key()),
+                    lostInFailover.get(history.key()));
         }
         checker.checkGauge(inFlightGauge());
-        return new TortureReport(settings, histories, records, upstream.receipts(), checker, ran, settling, restarted);
+        String store = "";
+        if (nemesis != null) {
+            Map<String, KeyHistory> byScope = histories.stream()
+                    .collect(Collectors.toMap(h -> scope(h.key()).hash(), h -> h));
+            for (String[] event : notOwner.events()) {
+                KeyHistory history = byScope.get(event[0]);
+                checker.checkNotOwner(event[0], event[1], history == null ? null : records.get(history.key()),
+                        history != null && exempt.contains(history.key()));
+            }
+            replayAcknowledged(histories, receipts, exempt, checker);
+            for (KeyHistory history : histories) {
+                checker.checkAnswerBound(history, answerBound());
+            }
+            store = "Store faults (" + settings.topology().label + "): " + nemesis.summary() + "\n  store-timeout "
+                    + STORE_TIMEOUT.toMillis() + " ms, answer bound " + answerBound().toMillis() + " ms; keys exempt: "
+                    + forgotten.size() + " erased by a forgetting restart, " + lostInFailover.size()
+                    + " under way in a lossy failover's window (" + nemesis.lossWindows().size() + " windows, from "
+                    + REPLICATION_WINDOW.toMillis() + " ms before each); store-not-owner events: "
+                    + notOwner.events().size() + " logged, "
+                    + (long) gateway.getBean(IdempotencyEvents.class).count("store-not-owner") + " counted\n";
+        }
+        List<Receipt> received = upstream.receipts().stream()
+                .filter(r -> r.key == null || !r.key.startsWith(HEALED_PROBE)).toList();
+        return new TortureReport(settings, histories, records, received, checker, ran, settling, restarted, store);
+    }
+
+    /**
+     * Once the faults ended: a clean retry for every key whose write the upstream acknowledged (answered 201 in
+     * whole), with the body it received. It must replay exactly what the upstream answered.
+     */
+    private void replayAcknowledged(List<KeyHistory> histories, Map<String, List<Receipt>> receipts,
+            Set<String> exempt, InvariantChecker checker) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(settings.threads());
+        try {
+            List<Future<Runnable>> checks = new ArrayList<>();
+            for (KeyHistory history : histories) {
+                List<Receipt> acknowledged = receipts.getOrDefault(history.key(), List.of()).stream()
+                        .filter(r -> r.answeredStatus == 201).toList();
+                if (acknowledged.isEmpty() || exempt.contains(history.key())) {
+                    continue;
+                }
+                Receipt receipt = acknowledged.get(0);
+                checks.add(pool.submit(() -> {
+                    Attempt retry = client.send(history.key(), receipt.body, ClientFault.CLEAN,
+                            new Random(settings.seed() + receipt.id));
+                    return () -> checker.checkReplay(history.key(), receipt, retry);
+                }));
+            }
+            for (Future<Runnable> check : checks) {
+                check.get().run();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * The keys a lossy failover may have made Redis forget a write of: those whose exchange was under way at some
+     * moment from {@link #REPLICATION_WINDOW} before the failover began until the gateway could no longer write to
+     * the old master (it was dead or a replica, or the gateway had left it for the new one).
+     */
+    private Map<String, Instant> lostInFailover(List<KeyHistory> histories, List<StoreNemesis.LossWindow> windows) {
+        Map<String, Instant> lost = new HashMap<>();
+        for (KeyHistory history : histories) {
+            long ended = endedNanos.getOrDefault(history.key(), Long.MAX_VALUE);
+            for (StoreNemesis.LossWindow window : windows) {
+                if (history.startedNanos() <= window.untilNanos()
+                        && ended >= window.fromNanos() - REPLICATION_WINDOW.toNanos()) {
+                    lost.merge(history.key(), window.until(), (a, b) -> a.isAfter(b) ? a : b);
+                }
+            }
+        }
+        return lost;
+    }
+
+    /**
+     * After the last store fault: fresh keys until 20 in a row are answered 201 (the gateway reconnects, and follows
+     * new masters, by itself, within a bounded minute), so that the records are read, and the acknowledged writes
+     * replayed, through a gateway that reaches Redis again.
+     */
+    private void awaitServing() {
+        long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        Random random = new Random(settings.seed());
+        int inARow = 0;
+        for (int i = 0; inARow < 20; i++) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("The gateway did not serve again within a minute of the last failover");
+            }
+            String key = String.format(HEALED_PROBE + "%016x-%05d", settings.seed(), i);
+            Attempt probe = client.send(key, body(key, 0, random), ClientFault.CLEAN, random);
+            inARow = probe.status() == 201 ? inARow + 1 : 0;
+        }
+    }
+
+    /**
+     * Just before Redis forgets: the keys with a record in Redis and those under way lose what they stored. (Read
+     * around the proxy; the keys begun between this and the kill are noted by {@link #noteRunning} after it.)
+     */
+    private void noteForgotten() {
+        noteRunning();
+        try {
+            for (String name : LocalRedisCluster.cli(storeRedis.port(), "--scan", "--pattern", "idempotency:{*}")
+                    .split("\\s+")) {
+                if (name.startsWith("idempotency:{") && name.endsWith("}")) {
+                    String key = keysByScope.get(name.substring("idempotency:{".length(), name.length() - 1));
+                    if (key != null) {
+                        forgotten.add(key);
+                    }
+                }
+            }
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException("Could not list the records Redis is about to forget", e);
+        }
+    }
+
+    private void noteRunning() {
+        forgotten.addAll(running);
     }
 
     private KeyHistory exchange(int index) throws InterruptedException {
         gatewayUp.await();
+        long started = System.nanoTime();
+        String key = String.format("torture-%016x-%07d", settings.seed(), index);
+        keysByScope.put(scope(key).hash(), key);
+        running.add(key);
         try {
             Random random = new Random(settings.seed() * 1_000_003L + index);
-            String key = String.format("torture-%016x-%07d", settings.seed(), index);
             ClientFault fault = pick(settings.clientFaults(), random);
             UpstreamFault answer = settings.upstreamFaults().contains(UpstreamFault.NORMAL) && random.nextBoolean()
                     ? UpstreamFault.NORMAL : pick(settings.upstreamFaults(), random);
@@ -139,8 +350,10 @@ final class TortureRun implements AutoCloseable {
             if (random.nextBoolean()) {
                 attempts.add(client.send(key, body, ClientFault.CLEAN, random)); // the client's correct retry
             }
-            return new KeyHistory(key, fault, answer, attempts);
+            return new KeyHistory(key, fault, answer, attempts, started);
         } finally {
+            running.remove(key);
+            endedNanos.put(key, System.nanoTime());
             finished.incrementAndGet();
         }
     }
@@ -168,7 +381,8 @@ final class TortureRun implements AutoCloseable {
     }
 
     private static Attempt relabel(Attempt a, ClientFault fault) {
-        return new Attempt(a.key(), fault, a.body(), a.sentWhole(), a.status(), a.responseBody(), a.detail());
+        return new Attempt(a.key(), fault, a.body(), a.sentWhole(), a.status(), a.responseBody(), a.detail(),
+                a.millis());
     }
 
     private static <T> T pick(List<T> choices, Random random) {
@@ -218,6 +432,6 @@ final class TortureRun implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        Gateways.closeAll(gateway, upstream, redis::stop);
+        Gateways.closeAll(gateway, upstream, redis == null ? null : redis::stop, proxy, storeRedis, failovers);
     }
 }

@@ -29,9 +29,21 @@ final class WireClient {
     /** Nothing, and no close, within the client's deadline: the gateway left the connection hanging. */
     static final int NO_ANSWER = -3;
 
-    /** What one request did and got. {@code sentWhole}: every byte of a well-framed request was written. */
+    /**
+     * What one request did and got. {@code sentWhole}: every byte of a well-framed request was written;
+     * {@code millis}: from connecting to the answer, the close or the hang-up.
+     */
     record Attempt(String key, ClientFault fault, byte[] body, boolean sentWhole, int status, byte[] responseBody,
-            String detail) {
+            String detail, long millis) {
+        Attempt(String key, ClientFault fault, byte[] body, boolean sentWhole, int status, byte[] responseBody,
+                String detail) {
+            this(key, fault, body, sentWhole, status, responseBody, detail, 0);
+        }
+
+        Attempt took(long elapsedMillis) {
+            return new Attempt(key, fault, body, sentWhole, status, responseBody, detail, elapsedMillis);
+        }
+
         boolean answered() {
             return status >= 100;
         }
@@ -55,6 +67,11 @@ final class WireClient {
     }
 
     Attempt send(String key, byte[] body, ClientFault fault, Random random) {
+        long started = System.nanoTime();
+        return attempt(key, body, fault, random).took(Duration.ofNanos(System.nanoTime() - started).toMillis());
+    }
+
+    private Attempt attempt(String key, byte[] body, ClientFault fault, Random random) {
         long written = 0;
         boolean sentWhole = false;
         String detail = "";

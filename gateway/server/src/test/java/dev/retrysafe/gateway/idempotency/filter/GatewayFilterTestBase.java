@@ -87,6 +87,12 @@ abstract class GatewayFilterTestBase {
         route(registry, 11, "accepting", "http://127.0.0.1:" + accepting.port(), "/accepting/**",
                 Map.of("unordered-arrays", "integrations,paymentMethods,sites"));
         route(registry, 12, "process-status", upstreamUri, "/proc/processes/**", null);
+        route(registry, 13, "stamped", upstreamUri, "/stamped/**", Map.of(
+                "fingerprint-ignore", "/sentAt,/meta/*/requestId",
+                "fingerprint-headers", "X-Api-Version"));
+        route(registry, 14, "events", upstreamUri, "/events/**", Map.of("key-from", "body:/id"));
+        route(registry, 15, "deliveries", upstreamUri, "/deliveries/**", Map.of("key-from", "header:X-GitHub-Delivery"));
+        // Subclasses add routes of their own from index 16 on: a shared index silently replaces a route.
     }
 
     @BeforeEach

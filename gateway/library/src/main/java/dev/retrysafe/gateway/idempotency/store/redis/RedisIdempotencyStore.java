@@ -12,6 +12,8 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -133,7 +135,27 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
                 r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
                 r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
-        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)));
+        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)))
+                .onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
+    }
+
+    /**
+     * Refused by the client before it was written: no connection open yet ({@link PreopenedConnections}), or Lettuce
+     * disconnected and rejecting commands (its DefaultEndpoint's own messages). A reserve that timed out, or whose
+     * connection broke after it was written, is not one of these: it may have run.
+     */
+    static boolean refusedBeforeSending(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+            if (cause instanceof PreopenedConnections.NotOpenYet) {
+                return true;
+            }
+            if (cause instanceof RedisException && cause.getMessage() != null
+                    && (cause.getMessage().startsWith("Currently not connected. Commands are rejected")
+                            || cause.getMessage().equals("Connection is closed"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {

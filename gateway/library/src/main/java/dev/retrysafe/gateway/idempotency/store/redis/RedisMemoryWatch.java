@@ -233,6 +233,11 @@ public final class RedisMemoryWatch implements SmartLifecycle {
                 .map(properties::getProperty).orElse(null);
     }
 
+    /** Masters whose {@code maxmemory-policy} evicts, as last read (accepted by allow-eviction or not). */
+    public int evictingMasters() {
+        return (int) policies.values().stream().filter(RedisMemoryWatch::evicts).count();
+    }
+
     /** What health shows: evicting masters and memory losses seen since this instance started; empty when none. */
     public Map<String, Object> details() {
         Map<String, Object> details = new LinkedHashMap<>();

@@ -105,7 +105,7 @@ public final class RedisRecordInspector implements RecordInspector {
     }
 
     /**
-     * IN_FLIGHT, UNCERTAIN, pending and pending processes from the index, at any store size. COMPLETED is the
+     * IN_FLIGHT, UNCERTAIN, pending, pending processes and the oldest of each from the index, at any store size. COMPLETED is the
      * number of record keys less the unsettled ones: counting keys reads every one (SCAN), so above
      * {@code maxRecords} it is left unknown.
      */
@@ -116,7 +116,7 @@ public final class RedisRecordInspector implements RecordInspector {
                 keys.isPresent()
                         ? OptionalLong.of(Math.max(0, keys.getAsLong() - unsettled.inFlight() - unsettled.uncertain()))
                         : OptionalLong.empty(),
-                unsettled.pending(), unsettled.processesPending()));
+                unsettled.pending(), unsettled.processesPending(), unsettled.oldest()));
     }
 
     private Mono<OptionalLong> recordKeys(long maxRecords) {

@@ -2,8 +2,10 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -11,6 +13,7 @@ import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * One gateway instance's wake-ups over Redis: the channel the settling scripts publish on, chosen once from the
@@ -32,6 +35,7 @@ public final class RedisWakeUps implements SmartLifecycle {
     private final ShardSubscriptions shards;
     private volatile WakeUpChannel decided;
     private volatile long askAgainAt = System.nanoTime();
+    private final AtomicBoolean detecting = new AtomicBoolean();
 
     private RedisWakeUps(ReactiveRedisConnectionFactory connections, SettleSignals signals,
             Mono<WakeUpChannel> channel, ShardSubscriptions shards) {
@@ -48,7 +52,9 @@ public final class RedisWakeUps implements SmartLifecycle {
             return new RedisWakeUps(connections, signals, Mono.just(WakeUpChannel.CLASSIC), null);
         }
         return new RedisWakeUps(connections, signals,
-                Mono.defer(() -> WakeUpChannel.detect(new ReactiveStringRedisTemplate(connections))),
+                // Bounded: an INFO that never answers would leave the channel undecided for good.
+                StoreCall.within(ASK_AGAIN_AFTER,
+                        () -> WakeUpChannel.detect(new ReactiveStringRedisTemplate(connections))),
                 ShardSubscriptions.on(lettuce, signals::signal));
     }
 
@@ -59,7 +65,9 @@ public final class RedisWakeUps implements SmartLifecycle {
     }
 
     /**
-     * The channel this instance's scripts publish on: decided by Redis's first answer and kept. Until then CLASSIC,
+     * The channel this instance's scripts publish on once decided, waiting for the detection if it is not (for
+     * startup and tests; the store's steps use {@link #scriptArgs}, which never waits): decided by Redis's first
+     * answer and kept. Until then CLASSIC,
      * which every instance listens to: a store step never fails because the version could not be asked (a Cluster
      * node down answers no INFO), and Redis is asked again after {@link #ASK_AGAIN_AFTER}.
      */
@@ -79,9 +87,27 @@ public final class RedisWakeUps implements SmartLifecycle {
         });
     }
 
-    /** The three wake-up arguments of a settling script for the record {@code scopeHash}. */
+    /**
+     * The three wake-up arguments of a settling script for the record {@code scopeHash}, at once: a store step never
+     * waits for the version check (an INFO that is slow or never answers would hold every request). Until it is
+     * decided, CLASSIC, and the check is asked again in the background.
+     */
     Mono<List<byte[]>> scriptArgs(String scopeHash) {
-        return channel().map(decision -> decision.scriptArgs(scopeHash));
+        WakeUpChannel known = decided;
+        if (known == null) {
+            detectInBackground();
+            known = WakeUpChannel.CLASSIC;
+        }
+        return Mono.just(known.scriptArgs(scopeHash));
+    }
+
+    /** One detection at a time, none within {@link #ASK_AGAIN_AFTER} of a failed one. */
+    private void detectInBackground() {
+        if (System.nanoTime() - askAgainAt < 0 || !detecting.compareAndSet(false, true)) {
+            return;
+        }
+        // Subscribed off the caller's thread: asking may open a connection, synchronously, on the subscribing one.
+        channel().subscribeOn(Schedulers.boundedElastic()).doFinally(signal -> detecting.set(false)).subscribe();
     }
 
     /**
@@ -134,7 +160,7 @@ public final class RedisWakeUps implements SmartLifecycle {
     public void start() {
         classic.start();
         // Decided now rather than by the first request; a Redis still down is asked again later.
-        channel().subscribe();
+        detectInBackground();
     }
 
     @Override

@@ -137,7 +137,8 @@ public final class ReplicaAcks implements AutoCloseable {
     record Acknowledged(Object reply, long replicas, boolean enough) {
     }
 
-    private static RedisURI uriOf(LettuceConnectionFactory connections) {
+    /** The Redis (standalone, or Sentinel's master by name) of Spring's client, with its TLS, timeout and name. */
+    static RedisURI uriOf(LettuceConnectionFactory connections) {
         LettuceClientConfiguration client = connections.getClientConfiguration();
         RedisURI uri;
         if (connections.isRedisSentinelAware()) {

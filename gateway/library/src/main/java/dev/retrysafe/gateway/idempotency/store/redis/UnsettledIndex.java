@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
 
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -89,18 +90,25 @@ final class UnsettledIndex {
 
     /**
      * IN_FLIGHT, UNCERTAIN, pending (IN_FLIGHT reserved more than {@code pendingAfter} ago) and pending processes,
-     * over every slot. The COMPLETED count is not known here.
+     * over every slot, with the age of the oldest of each kind by each master's clock. The COMPLETED count is not
+     * known here.
      */
     Mono<RecordCounts> count(Duration pendingAfter) {
         return backfilled().thenMany(calls(List.of(bytes("count"), RECORD_PREFIX,
                         bytes(Long.toString(pendingAfter.toMillis())))))
-                .reduce(new long[4], (sum, reply) -> {
+                .reduce(new long[7], (sum, reply) -> {
+                    // Counts add up; of the ages (ms), the oldest is kept.
                     for (int i = 0; i < 4; i++) {
                         sum[i] += Long.parseLong(text(reply.get(i)));
                     }
+                    for (int i = 4; i < 7; i++) {
+                        sum[i] = Math.max(sum[i], Long.parseLong(text(reply.get(i))));
+                    }
                     return sum;
                 })
-                .map(sum -> new RecordCounts(sum[0], sum[1], OptionalLong.empty(), sum[2], sum[3]));
+                .map(sum -> new RecordCounts(sum[0], sum[1], OptionalLong.empty(), sum[2], sum[3],
+                        new RecordAges(Duration.ofMillis(sum[4]), Duration.ofMillis(sum[5]),
+                                Duration.ofMillis(sum[6]))));
     }
 
     /** The scope hashes of up to {@code perState} IN_FLIGHT and UNCERTAIN records, oldest first within a slot. */

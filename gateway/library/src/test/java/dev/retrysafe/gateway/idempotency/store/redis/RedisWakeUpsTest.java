@@ -19,6 +19,7 @@ import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,6 +38,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Wake-ups between two gateway instances on one real Redis 7 (the redis-server of the PATH; skipped on an older
@@ -255,6 +257,28 @@ class RedisWakeUpsTest {
 
         assertThat(RedisWakeUps.on(nowhere, new SettleSignals()).channel().block(WAIT))
                 .isEqualTo(WakeUpChannel.CLASSIC);
+    }
+
+    /**
+     * A Redis that accepts connections and never answers (a hung server, a half-open link): a store step must not
+     * wait for the version check, which here would wait for Lettuce's own timeout. The classic channel meanwhile.
+     */
+    @Test
+    void aStoreStepDoesNotWaitForAVersionCheckThatNeverAnswers() throws Exception {
+        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            LettuceConnectionFactory hung = new LettuceConnectionFactory(
+                    new RedisStandaloneConfiguration("127.0.0.1", silent.getLocalPort()));
+            hung.afterPropertiesSet();
+            hung.start();
+            started.add(hung::destroy);
+            RedisWakeUps wakeUps = RedisWakeUps.on(hung, new SettleSignals());
+
+            // Off the test's thread: a call that opens the connection blocks the thread that subscribes.
+            List<byte[]> args = wakeUps.scriptArgs("scope-hash").subscribeOn(Schedulers.boundedElastic())
+                    .block(WAIT);
+
+            assertThat(new String(args.get(0))).isEqualTo(WakeUpChannel.CLASSIC_CHANNEL);
+        }
     }
 
     /** {@code settling} reserves a record, {@code waiting} waits for it; {@code settling}'s release must wake it. */

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
@@ -110,6 +111,48 @@ class UnsettledIndexTest {
         assertThat(counts()).as("retaken: in flight again").isEqualTo(counts(1, 0, 1));
     }
 
+    /**
+     * Issue 22 point 4: the age of the oldest IN_FLIGHT, UNCERTAIN and process-pending record, read with the counts
+     * and by Redis's clock. The records are made "long ago" by moving their index entry (and, for the process, its
+     * record's completed_at) back in time rather than by waiting; the process queue's score is a poll time, not
+     * when the process began, so a process polled again lately is still as old as its 202.
+     */
+    @Test
+    void theOldestUnsettledRecordOfEachKindIsAsOldAsItsIndexEntrySaysByRedisClock() {
+        assertThat(inspector.count(Duration.ofMinutes(1), 0).block(WAIT).oldest()).as("none: 0")
+                .isEqualTo(RecordAges.NONE);
+
+        IdempotencyScope uncertain = scope();
+        store.markUncertain(uncertain, reserve(uncertain), "response timeout", Duration.ofHours(1)).block(WAIT);
+        IdempotencyScope recentlyUncertain = scope();
+        store.markUncertain(recentlyUncertain, reserve(recentlyUncertain), "response timeout", Duration.ofHours(1))
+                .block(WAIT);
+        bytes.opsForZSet().add(UnsettledIndex.uncertainKey(uncertain.hash()), utf8(uncertain.hash()),
+                redisNow() - 120_000).block(WAIT);
+        IdempotencyScope inFlight = scope();
+        reserve(inFlight);
+        bytes.opsForZSet().add(UnsettledIndex.inFlightKey(inFlight.hash()), utf8(inFlight.hash()),
+                redisNow() - 30_000).block(WAIT);
+        IdempotencyScope process = scope();
+        store.complete(new Completion(process, reserve(process), FP, "http://upstream", accepted(),
+                Duration.ofHours(1), Optional.of("job-1"))).block(WAIT);
+        bytes.<String, byte[]>opsForHash().put(RedisIdempotencyStore.recordKey(process), "completed_at",
+                utf8(Long.toString(redisNow() - 600_000))).block(WAIT);
+        bytes.opsForZSet().add(RedisProcessQueue.pendingKey(process.hash()), utf8(process.hash()),
+                redisNow() + 60_000).block(WAIT);
+
+        RecordAges ages = inspector.count(Duration.ofMinutes(1), 0).block(WAIT).oldest();
+        // Lower bounds exact, upper bounds generous: a busy machine may take long between the writes and the count.
+        assertThat(ages.uncertain()).isBetween(Duration.ofSeconds(120), Duration.ofSeconds(120).plus(WAIT));
+        assertThat(ages.inFlight()).isBetween(Duration.ofSeconds(30), Duration.ofSeconds(30).plus(WAIT));
+        assertThat(ages.processPending()).as("since the 202, not since the last poll")
+                .isBetween(Duration.ofSeconds(600), Duration.ofSeconds(600).plus(WAIT));
+
+        assertThat(inspector.release(uncertain.hash()).block(WAIT)).isEqualTo("UNCERTAIN");
+        assertThat(inspector.count(Duration.ofMinutes(1), 0).block(WAIT).oldest().uncertain())
+                .as("the next oldest, made a moment ago").isLessThan(Duration.ofSeconds(120));
+    }
+
     @Test
     void aRecordWhoseTtlEndedLeavesTheIndexAtTheNextCount() {
         IdempotencyScope scope = scope();
@@ -164,7 +207,8 @@ class UnsettledIndexTest {
                 + "record), the operator's list (%d records) in %d ms; with the COMPLETED count (every key read) %d ms%n",
                 completed, countMillis, emptyStoreMillis, queue.size(), listMillis, fullMillis);
 
-        assertThat(unsettledOnly).isEqualTo(new RecordCounts(0, 100, OptionalLong.empty(), 0, 0));
+        assertThat(withoutAges(unsettledOnly)).isEqualTo(new RecordCounts(0, 100, OptionalLong.empty(), 0, 0,
+                RecordAges.NONE));
         assertThat(queue).hasSize(100).allSatisfy(v -> assertThat(v.state()).isEqualTo("UNCERTAIN"));
         assertThat(all.completed()).hasValue(completed);
     }
@@ -182,12 +226,19 @@ class UnsettledIndexTest {
         }
     }
 
+    /** The counts alone: the ages move with the clock (aRecordsAgeIsReadByRedisClockFromTheIndex checks them). */
     private RecordCounts counts() {
-        return inspector.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT);
+        return withoutAges(inspector.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT));
+    }
+
+    static RecordCounts withoutAges(RecordCounts counts) {
+        return new RecordCounts(counts.inFlight(), counts.uncertain(), counts.completed(), counts.pending(),
+                counts.processesPending(), RecordAges.NONE);
     }
 
     private static RecordCounts counts(long inFlight, long uncertain, long records) {
-        return new RecordCounts(inFlight, uncertain, OptionalLong.of(records - inFlight - uncertain), 0, 0);
+        return new RecordCounts(inFlight, uncertain, OptionalLong.of(records - inFlight - uncertain), 0, 0,
+                RecordAges.NONE);
     }
 
     private List<RecordView> listed() {

@@ -121,6 +121,7 @@ class RedisMemoryIntegrationTest {
         assertThat(messages(Level.ERROR, "Redis")).isEmpty();
         assertThat(health(gateway).getDetails()).containsEntry("evictingMasters",
                 Map.of("127.0.0.1:" + redis.port(), "allkeys-lru"));
+        assertThat(evictingMasters(gateway)).as("accepted, still published: an alert may page on it").isEqualTo(1);
     }
 
     @Test
@@ -150,6 +151,7 @@ class RedisMemoryIntegrationTest {
     void aPolicyChangedWhileRunningIsAnErrorOnceAndShownInHealth() throws Exception {
         LocalRedisServer redis = redis("--appendonly", "yes");
         ConfigurableApplicationContext gateway = gateway(redis, Map.of());
+        assertThat(evictingMasters(gateway)).isZero();
 
         LocalRedisCluster.cli(redis.port(), "config", "set", "maxmemory-policy", "allkeys-lfu");
         await(() -> !messages(Level.ERROR, "Redis evicts keys").isEmpty(), "the ERROR of the new policy");
@@ -161,6 +163,7 @@ class RedisMemoryIntegrationTest {
         assertThat(health.getStatus()).isEqualTo(Status.UP);
         assertThat(health.getDetails()).containsEntry("evictingMasters",
                 Map.of("127.0.0.1:" + redis.port(), "allkeys-lfu"));
+        assertThat(evictingMasters(gateway)).isEqualTo(1);
     }
 
     @Test
@@ -288,6 +291,10 @@ class RedisMemoryIntegrationTest {
 
     private static Health health(ConfigurableApplicationContext gateway) {
         return gateway.getBean(RedisStoreHealthIndicator.class).health().block(WAIT);
+    }
+
+    private static double evictingMasters(ConfigurableApplicationContext gateway) {
+        return gateway.getBean(MeterRegistry.class).get(IdempotencyMetrics.STORE_EVICTING_MASTERS).gauge().value();
     }
 
     private static double lost(ConfigurableApplicationContext gateway) {

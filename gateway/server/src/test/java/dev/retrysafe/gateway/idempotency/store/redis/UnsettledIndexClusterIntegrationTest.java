@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
@@ -103,8 +104,9 @@ class UnsettledIndexClusterIntegrationTest {
             uncertainSlots.add(SlotHash.getSlot(scope.hash()));
         }
         for (int slot : List.of(100, 6000, 12000)) {
-            bytes.opsForZSet().add(RedisProcessQueue.pendingKeyOfTag(SlotTags.ofSlot(slot)), utf8("process"), 1)
-                    .block(WAIT);
+            // A member of the slot, as a real scope hash is: the count reads its record.
+            String tag = SlotTags.ofSlot(slot);
+            bytes.opsForZSet().add(RedisProcessQueue.pendingKeyOfTag(tag), utf8(tag), 1).block(WAIT);
         }
         assertThat(masters).as("records on every master").hasSize(3);
 
@@ -128,8 +130,8 @@ class UnsettledIndexClusterIntegrationTest {
                 + "slot by slot; a list %d by master%n", cluster.ports().size(), byMasterCalls, slotBySlotCalls,
                 listCalls);
 
-        assertThat(counted).isEqualTo(new RecordCounts(20, 20, OptionalLong.empty(), 20, 3))
-                .isEqualTo(countedSlotBySlot);
+        assertThat(withoutAges(counted)).isEqualTo(new RecordCounts(20, 20, OptionalLong.empty(), 20, 3,
+                RecordAges.NONE)).isEqualTo(withoutAges(countedSlotBySlot));
         assertThat(byMasterCalls).as("a few per master: 16,384 slots / 1,024 a call, plus the ranges' ends")
                 .isBetween(3L, 30L);
         assertThat(slotBySlotCalls).isEqualTo(SlotTags.SLOTS);
@@ -151,6 +153,33 @@ class UnsettledIndexClusterIntegrationTest {
         System.out.printf("One count of the index on %d masters (median of 5, ms): slot by slot %d, by master %d%n",
                 cluster.ports().size(), medianMillis(() -> slotBySlot.count(Duration.ZERO).block(WAIT)),
                 medianMillis(() -> byMaster.count(Duration.ZERO).block(WAIT)));
+    }
+
+    /**
+     * The oldest UNCERTAIN record's age, by its own master's clock, is the greatest of the masters' answers, read by
+     * master as slot by slot: made an hour old by moving its index entry back, on whichever master holds it.
+     */
+    @Test
+    void theOldestRecordsAgeIsTheGreatestOfTheMastersByMasterAsSlotBySlot() throws Exception {
+        Set<Integer> masters = new HashSet<>();
+        IdempotencyScope old = null;
+        while (masters.size() < 3) {
+            IdempotencyScope scope = newScope();
+            uncertain(scope);
+            masters.add(cluster.ownerOf(RedisIdempotencyStore.recordKey(scope)));
+            old = old == null ? scope : old;
+        }
+        String index = UnsettledIndex.uncertainKey(old.hash());
+        long masterNow = Long.parseLong(LocalRedisCluster.cli(cluster.ownerOf(index), "time").lines().findFirst()
+                .orElseThrow().trim()) * 1000;
+        bytes.opsForZSet().add(index, utf8(old.hash()), masterNow - 3_600_000).block(WAIT);
+
+        for (Reads reads : List.of(Reads.BY_MASTER, Reads.SLOT_BY_SLOT)) {
+            RecordAges ages = new UnsettledIndex(bytes, reads).count(Duration.ZERO).block(WAIT).oldest();
+            assertThat(ages.uncertain()).as(reads.name())
+                    .isBetween(Duration.ofHours(1), Duration.ofHours(1).plus(WAIT).plusSeconds(1));
+            assertThat(ages.inFlight()).as(reads.name()).isZero();
+        }
     }
 
     /**
@@ -177,8 +206,8 @@ class UnsettledIndexClusterIntegrationTest {
         long failedBefore = LocalRedisCluster.commandStat(source, "evalsha", "failed_calls")
                 + LocalRedisCluster.commandStat(source, "eval", "failed_calls");
 
-        assertThat(byMaster.count(Duration.ZERO).block(WAIT))
-                .isEqualTo(new RecordCounts(0, 10, OptionalLong.empty(), 0, 0));
+        assertThat(withoutAges(byMaster.count(Duration.ZERO).block(WAIT)))
+                .isEqualTo(new RecordCounts(0, 10, OptionalLong.empty(), 0, 0, RecordAges.NONE));
         assertThat(byMaster.list(10).collectList().block(WAIT)).extracting(Member::scopeHash)
                 .containsExactlyInAnyOrderElementsOf(uncertain);
         assertThat(LocalRedisCluster.commandStat(source, "evalsha", "failed_calls")
@@ -201,8 +230,8 @@ class UnsettledIndexClusterIntegrationTest {
         LocalRedisCluster.cli(full, "config", "set", "maxmemory", "1");
         try {
             long before = scriptCalls();
-            assertThat(byMaster.count(Duration.ZERO).block(WAIT)).isEqualTo(expected)
-                    .isEqualTo(new RecordCounts(0, 10, OptionalLong.empty(), 0, 0));
+            assertThat(withoutAges(byMaster.count(Duration.ZERO).block(WAIT))).isEqualTo(withoutAges(expected))
+                    .isEqualTo(new RecordCounts(0, 10, OptionalLong.empty(), 0, 0, RecordAges.NONE));
             assertThat(scriptCalls() - before).as("that master's slots one by one, the others' by master")
                     .isGreaterThan(SlotTags.SLOTS / 4).isLessThan(SlotTags.SLOTS);
         } finally {
@@ -258,5 +287,11 @@ class UnsettledIndexClusterIntegrationTest {
 
     private static byte[] utf8(String text) {
         return text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The counts alone: the ages move with the clock between two counts. */
+    private static RecordCounts withoutAges(RecordCounts counts) {
+        return new RecordCounts(counts.inFlight(), counts.uncertain(), counts.completed(), counts.pending(),
+                counts.processesPending(), RecordAges.NONE);
     }
 }

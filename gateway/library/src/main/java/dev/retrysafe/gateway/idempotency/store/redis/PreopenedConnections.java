@@ -1,0 +1,169 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.dao.DataAccessException;
+import org.springframework.data.redis.RedisConnectionFailureException;
+import org.springframework.data.redis.connection.ReactiveRedisClusterConnection;
+import org.springframework.data.redis.connection.ReactiveRedisConnection;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+/**
+ * The store's connections, opened at startup and never on a request's thread. Spring Data's Lettuce factory opens
+ * its shared connection on first use, synchronously and under its lock, bounded only by Lettuce's connect and
+ * command timeouts (60 s by default): the first request after startup, and every request queued behind the lock,
+ * would wait that long on a Redis that accepts and does not answer, and block the event loop that asked. Here the
+ * shared connection is opened in the background from startup on, tried again every second while Redis cannot be
+ * reached, and until it is open asking for a connection fails at once (the request gets its 503). Once open it is
+ * Lettuce's own: it reconnects in the background, and while it is away commands are rejected at once.
+ */
+public final class PreopenedConnections implements SmartLifecycle {
+    static final Duration TRY_AGAIN_AFTER = Duration.ofSeconds(1);
+    /**
+     * How long startup waits for the first attempt (Lettuce's default connect timeout): a reachable Redis is open
+     * before the server takes requests, one that is down fails at once, one that hangs costs startup this much.
+     */
+    static final Duration FIRST_ATTEMPT_WAIT = Duration.ofSeconds(10);
+    private static final Logger log = LoggerFactory.getLogger(PreopenedConnections.class);
+
+    private final ReactiveRedisConnectionFactory connections;
+    private volatile boolean open;
+    /** Why the last attempt failed: a refused request says it (an untrusted certificate, a wrong password). */
+    private volatile RuntimeException lastFailure;
+    private volatile Thread opener;
+    private final CountDownLatch firstAttempt = new CountDownLatch(1);
+
+    public PreopenedConnections(ReactiveRedisConnectionFactory connections) {
+        this.connections = connections;
+        // Without a shared Lettuce connection each call opens its own, asynchronously: nothing to open first.
+        this.open = !(connections instanceof LettuceConnectionFactory lettuce) || !lettuce.getShareNativeConnection();
+    }
+
+    /** Whether the shared connection has been opened (and from then on is Lettuce's to keep). */
+    public boolean isOpen() {
+        return open;
+    }
+
+    /**
+     * The factory's connections once the shared one is open; until then asking fails at once. (Not a bean of its own
+     * type: the application's factory stays the one factory.)
+     */
+    public ReactiveRedisConnectionFactory connections() {
+        return gated;
+    }
+
+    private final ReactiveRedisConnectionFactory gated = new ReactiveRedisConnectionFactory() {
+        @Override
+        public ReactiveRedisConnection getReactiveConnection() {
+            requireOpen();
+            return connections.getReactiveConnection();
+        }
+
+        @Override
+        public ReactiveRedisClusterConnection getReactiveClusterConnection() {
+            requireOpen();
+            return connections.getReactiveClusterConnection();
+        }
+
+        @Override
+        public DataAccessException translateExceptionIfPossible(RuntimeException ex) {
+            return connections.translateExceptionIfPossible(ex);
+        }
+    };
+
+    private void requireOpen() {
+        if (!open) {
+            RuntimeException failure = lastFailure;
+            throw failure == null
+                    ? new NotOpenYet("The Redis connection is not open yet (it is being opened "
+                            + "in the background since startup)")
+                    : new NotOpenYet("The Redis connection could not be opened yet (tried again "
+                            + "every " + TRY_AGAIN_AFTER.toSeconds() + " s): " + rootCause(failure), failure);
+        }
+    }
+
+    @Override
+    public void start() {
+        if (open || opener != null) {
+            return;
+        }
+        Thread thread = new Thread(this::openUntilOpen, "idempotency-redis-opener");
+        thread.setDaemon(true);
+        opener = thread;
+        thread.start();
+        try {
+            firstAttempt.await(FIRST_ATTEMPT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Before the web server takes requests (it starts at DEFAULT_PHASE - 2048), after the factory (started early). */
+    @Override
+    public int getPhase() {
+        return DEFAULT_PHASE - 4096;
+    }
+
+    private void openUntilOpen() {
+        boolean warned = false;
+        while (!open && opener == Thread.currentThread()) {
+            try {
+                connections.getReactiveConnection().closeLater().subscribe();
+                open = true;
+                log.info("Redis connection of the idempotency store open");
+                firstAttempt.countDown();
+            } catch (RuntimeException e) {
+                lastFailure = e;
+                firstAttempt.countDown();
+                if (!warned) {
+                    log.warn("Redis cannot be reached yet ({}); guarded requests get 503 until it can, trying again "
+                            + "every {} s", e.toString(), TRY_AGAIN_AFTER.toSeconds());
+                    warned = true;
+                }
+                try {
+                    Thread.sleep(TRY_AGAIN_AFTER.toMillis());
+                } catch (InterruptedException interrupted) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Asked before the shared connection was open: the call was never sent. */
+    static final class NotOpenYet extends RedisConnectionFailureException {
+        NotOpenYet(String message) {
+            super(message);
+        }
+
+        NotOpenYet(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    private static String rootCause(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.toString();
+    }
+
+    @Override
+    public void stop() {
+        Thread thread = opener;
+        opener = null;
+        if (thread != null) {
+            thread.interrupt();
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return opener != null;
+    }
+}
