@@ -6,6 +6,7 @@ import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.DueLookup;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.LookupResult;
 import java.net.URI;
@@ -55,6 +56,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     private final Duration interval;
     private final Duration firstRetry;
     private final Duration maxRetry;
+    private final Duration storeTimeout;
     private final IdempotencyMetrics metrics;
     private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
     private final AtomicReference<Disposable> loop = new AtomicReference<>();
@@ -68,14 +70,16 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
      * @param interval   how often this instance looks for due lookups
      * @param firstRetry the delay after a lookup that told nothing; it doubles after each such lookup, up to
      *                   {@code maxRetry}
+     * @param storeTimeout how long a claim or a settle may take: a Redis that does not answer holds no round longer
      */
     public Reconciler(Optional<ReconcileQueue> queue, WebClient http, Duration interval, Duration firstRetry,
-            Duration maxRetry, IdempotencyMetrics metrics) {
+            Duration maxRetry, Duration storeTimeout, IdempotencyMetrics metrics) {
         this.queue = queue;
         this.http = http;
         this.interval = interval;
         this.firstRetry = firstRetry;
         this.maxRetry = maxRetry;
+        this.storeTimeout = storeTimeout;
         this.metrics = metrics;
     }
 
@@ -121,7 +125,9 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
         if (closing || queue.isEmpty()) {
             return Mono.just(0);
         }
-        return queue.get().claimDue(BATCH, CLAIM)
+        // Claims given up on may still be made in Redis: they lapse, and another round asks.
+        return StoreCall.within(storeTimeout, () -> queue.get().claimDue(BATCH, CLAIM).collectList())
+                .flatMapMany(Flux::fromIterable)
                 .flatMap(due -> lookUp(due).thenReturn(1), 8)
                 .reduce(0, Integer::sum)
                 .onErrorResume(e -> {
@@ -173,7 +179,8 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     }
 
     private Mono<Void> settle(DueLookup due, RouteLookup route, LookupResult result, String outcome) {
-        return queue.get().settle(due, result)
+        // A settle given up on is a compare-and-set that may have run: if not, the claim lapses and it is asked again.
+        return StoreCall.within(storeTimeout, () -> queue.get().settle(due, result))
                 .doOnNext(done -> {
                     if (!done) {
                         log.debug("Scope {} was settled otherwise while its lookup ran", due.scopeHash());

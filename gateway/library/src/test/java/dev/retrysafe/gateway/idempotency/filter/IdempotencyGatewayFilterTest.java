@@ -828,7 +828,7 @@ class IdempotencyGatewayFilterTest {
                 events, processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
                 new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty(),
                 Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
-                        Duration.ofSeconds(5), Duration.ofMinutes(5), new IdempotencyMetrics(meters))));
+                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), new IdempotencyMetrics(meters))));
     }
 
     /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
