@@ -128,8 +128,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         int max = or(c.getKeyMaxLength(), defaults.keyMaxLength());
         Set<String> methods = or(c.getMethods(), defaults.methods()).stream()
                 .map(m -> m.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
+        KeySource keySource = keySource(defaults, c);
+        Optional<Reconciliation> reconciliation = reconciliation(c);
+        requireForwardedKey(keySource, reconciliation);
         return new RoutePolicy(
-                keySource(defaults, c),
+                keySource,
                 new KeyPolicy(min, max),
                 methods,
                 new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
@@ -149,7 +152,20 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
                 processTracking(c),
                 defaults.forwardWhenStoreUnavailable(),
-                reconciliation(c));
+                reconciliation);
+    }
+
+    /**
+     * {key} in a lookup is the key as the upstream received it, in the key header. A key taken from the body is a
+     * hash the upstream never saw, so such a route names the body value itself.
+     */
+    private static void requireForwardedKey(KeySource keySource, Optional<Reconciliation> reconciliation) {
+        if (keySource instanceof KeySource.BodyField field
+                && reconciliation.filter(r -> r.template().names().contains(LookupTemplate.KEY)).isPresent()) {
+            throw new IllegalArgumentException("reconcile-uri {key} is the key header's value as forwarded, and this "
+                    + "route takes its key from the body (key-from: body:" + field.pointer() + "), a hash the "
+                    + "upstream never receives: look up by {body:" + field.pointer() + "} instead");
+        }
     }
 
     private static Optional<Reconciliation> reconciliation(Config c) {

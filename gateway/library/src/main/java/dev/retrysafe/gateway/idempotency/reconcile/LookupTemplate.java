@@ -23,7 +23,7 @@ import tools.jackson.databind.json.JsonMapper;
  * ever goes to the route's upstream.
  */
 public final class LookupTemplate {
-    static final String KEY = "key";
+    public static final String KEY = "key";
     private static final String BODY = "body:";
     private static final Pattern PLACEHOLDER = Pattern.compile("\\{([^{}]*)}");
     /** Literal path characters: RFC 3986 pchar and '/', with percent-escapes. */

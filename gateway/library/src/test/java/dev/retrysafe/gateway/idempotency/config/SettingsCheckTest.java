@@ -178,6 +178,34 @@ class SettingsCheckTest {
         });
     }
 
+    @Test
+    void aReconcileUriOnABodyKeyRouteLooksUpByTheBodyValueNotByTheHashedKey() {
+        runner.run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config byKey = new IdempotencyGatewayFilterFactory.Config();
+            byKey.setRouteId("webhooks");
+            byKey.setKeyFrom("body:/id");
+            byKey.setReconcileUri("/events/{key}");
+            InvalidRouteSetting failure = catchInvalid(factory, byKey);
+            assertThat(failure.setting()).contains("reconcile-uri");
+            assertThat(failure.setOnRoute()).isTrue();
+            assertThat(failure.getMessage()).contains("takes its key from the body (key-from: body:/id)")
+                    .contains("look up by {body:/id} instead");
+
+            IdempotencyGatewayFilterFactory.Config byBodyValue = new IdempotencyGatewayFilterFactory.Config();
+            byBodyValue.setRouteId("webhooks");
+            byBodyValue.setKeyFrom("body:/id");
+            byBodyValue.setReconcileUri("/events/{body:/id}");
+            assertThat(factory.apply(byBodyValue)).isNotNull();
+
+            IdempotencyGatewayFilterFactory.Config byDeliveryHeader = new IdempotencyGatewayFilterFactory.Config();
+            byDeliveryHeader.setRouteId("webhooks");
+            byDeliveryHeader.setKeyFrom("header:X-GitHub-Delivery");
+            byDeliveryHeader.setReconcileUri("/deliveries/{key}");
+            assertThat(factory.apply(byDeliveryHeader)).isNotNull();
+        });
+    }
+
     private static InvalidRouteSetting catchInvalid(IdempotencyGatewayFilterFactory factory,
             IdempotencyGatewayFilterFactory.Config config) {
         try {

@@ -456,6 +456,22 @@ class IdempotencyGatewayFilterTest {
         assertThat(store.lookupDueAt(other)).as("no taxId in the body: an operator settles it").isEmpty();
     }
 
+    @Test
+    void theLookupsKeyIsTheKeyHeaderAsForwarded() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("header:X-GitHub-Delivery");
+        config.setReconcileUri("/deliveries/{key}");
+        config.setReconcileAfter(Duration.ofSeconds(1));
+        String delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+        upstream.failNextWith(new TimeoutException("response timeout"));
+
+        send(config, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        clock.advance(Duration.ofSeconds(2));
+
+        assertThat(store.claimDue(10, Duration.ofSeconds(15)).collectList().block(WAIT))
+                .singleElement().satisfies(due -> assertThat(due.values()).containsEntry("key", delivery));
+    }
+
     /** As if the instance forwarding the first request had stopped renewing its lease (it died, or hangs). */
     @Test
     void aLapsedLeaseMakesTheRetryAConflictAndTheLateAnswerIsStillStored() throws Exception {
