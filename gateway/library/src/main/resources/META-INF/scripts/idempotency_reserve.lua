@@ -3,6 +3,7 @@
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index of the record's slot   KEYS[3] UNCERTAIN index of the record's slot
 -- (sorted sets of scope hashes by when they entered the state: counts and the operator's queue read them, never a
 -- SCAN of every record)   KEYS[4] the owners released from the scope (hash: owner token -> how; see release.lua)
+-- KEYS[5] the records of the slot to look up at their upstream (sorted set: scope hash by when the lookup is due)
 -- ARGV[1] request fingerprint   ARGV[2] owner token    ARGV[3] lease in ms
 -- ARGV[4] '1' when the caller will wait for an in-flight record
 -- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
@@ -10,7 +11,10 @@
 -- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
 -- ARGV[10] wake-up channel      ARGV[11] scope hash (the wake-up message)   ARGV[12] '1' to SPUBLISH it
 -- ARGV[13] request method       ARGV[14] request path (raw, no query): for operators reconciling the record
--- Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
+-- ARGV[15] encoded lookup values, '' when the route does not reconcile   ARGV[16] lookup delay in ms: a record with
+-- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
+-- Returns {state, fingerprint, '', '', 'LOOKUP'} when this call found the lease lapsed and queued the record's lookup
+-- at its upstream (its reservation kept lookup values), or found that lookup long overdue. Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
 -- after a reconnect, or overtaken by the release on another connection), and it must not bind the key to an owner
 -- nobody holds.
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
@@ -19,12 +23,17 @@ if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner')
+local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
+  'lookup_after')
 local state = current[1]
+local queued = false
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
     'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14])
+  if ARGV[15] and ARGV[15] ~= '' then
+    redis.call('HSET', KEYS[1], 'lookup', ARGV[15], 'lookup_after', ARGV[16])
+  end
   -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
   redis.call('ZADD', KEYS[2], now, ARGV[11])
@@ -50,6 +59,10 @@ if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
   redis.call('ZREM', KEYS[2], ARGV[11])
   redis.call('ZADD', KEYS[3], now, ARGV[11])
+  if current[6] then
+    redis.call('ZADD', KEYS[5], now + tonumber(current[6]), ARGV[11])
+    queued = true
+  end
   if current[4] then
     redis.call(ARGV[12] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[10], ARGV[11])
   end
@@ -71,5 +84,15 @@ end
 if state == 'IN_FLIGHT' and ARGV[4] == '1' then
   -- completing or releasing publishes a wake-up only when someone waits
   redis.call('HINCRBY', KEYS[1], 'waiters', 1)
+end
+if state == 'UNCERTAIN' and not queued and current[6] then
+  -- A lookup overdue by half a minute has not been looked into: the directory lost its slot (a write to it lost with
+  -- a Redis master, or the instance that made the record UNCERTAIN died before it wrote there). Said again.
+  local due = redis.call('ZSCORE', KEYS[5], ARGV[11])
+  queued = due ~= false and tonumber(due) < now - 30000
+end
+if queued then
+  -- The lapse queued the record's lookup: the caller says where to look (a separate call, in a Cluster).
+  return {state, current[2], '', '', 'LOOKUP'}
 end
 return {state, current[2]}

@@ -1,16 +1,19 @@
 -- The request was sent but no complete answer came back: record that the outcome is unknown, keep the key
 -- bound, and wake up waiters so they stop waiting for a result that will not come.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
+-- KEYS[4] the records of the slot to look up at their upstream: a record its reservation gave lookup values enters
+-- it, due its lookup delay from now
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
 -- ARGV[6] '1' to SPUBLISH the wake-up
 -- The owner's own record that turned UNCERTAIN because its lease lapsed (a reserve found it unrenewed while the owner
 -- still waited for the upstream) is marked too: the owner knows the true reason, the lapse only guessed one. Its
 -- uncertain_at stays, it has been uncertain since then.
--- Returns 1 marked, 2 already marked by this owner for this reason (a retry whose first attempt landed),
+-- Returns 1 marked, 3 marked and queued for a lookup, 2 already marked by this owner for this reason (a retry whose first attempt landed),
 -- 0 not this owner's to mark.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason', 'lease_until')
+local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason', 'lease_until',
+  'lookup_after')
 if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[5] then
   -- A lapse keeps lease_until, a mark removes it: this is the owner's first word on its lapsed record.
   redis.call('HSET', KEYS[1], 'uncertain_reason', ARGV[2])
@@ -31,5 +34,9 @@ redis.call('ZREM', KEYS[2], ARGV[5])
 redis.call('ZADD', KEYS[3], now, ARGV[5])
 if current[3] then
   redis.call(ARGV[6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], ARGV[5])
+end
+if current[6] then
+  redis.call('ZADD', KEYS[4], now + tonumber(current[6]), ARGV[5])
+  return 3
 end
 return 1

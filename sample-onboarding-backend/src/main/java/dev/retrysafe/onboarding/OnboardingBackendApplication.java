@@ -104,7 +104,9 @@ public class OnboardingBackendApplication {
         return RouterFunctions.route()
                 .POST("/merchants", handler::create)
                 .PUT("/merchants/{merchantId}", handler::update)
+                .GET("/merchants/by-tax-id/{taxId}", handler::merchantByTaxId)
                 .GET("/merchants/{merchantId}", handler::merchant)
+                .GET("/processes/by-idempotency-key/{key}", handler::processByIdempotencyKey)
                 .GET("/processes/{processId}", handler::process)
                 .GET("/stats", handler::stats)
                 .build();

@@ -45,7 +45,7 @@ class OnboardingHandler {
     private Mono<ServerResponse> accept(ServerRequest request, String merchantId) {
         ledger.countWriteRequest();
         return request.bodyToMono(MerchantDraft.class)
-                .map(draft -> ledger.accept(merchantId, draft))
+                .map(draft -> ledger.accept(merchantId, draft, request.headers().firstHeader("Idempotency-Key")))
                 .doOnNext(process -> writeLog.accepted(request.method().name(), request.path(),
                         request.headers().firstHeader("Idempotency-Key"), process.processId()))
                 .flatMap(process -> ServerResponse.accepted()
@@ -78,6 +78,23 @@ class OnboardingHandler {
         return ledger.merchant(merchantId)
                 .map(merchant -> ServerResponse.ok().contentType(MediaType.APPLICATION_JSON).bodyValue(merchant))
                 .orElseGet(() -> error(HttpStatus.NOT_FOUND, "not_found", "no merchant " + merchantId));
+    }
+
+    /**
+     * What a sender that lost the answer to a write asks: did this backend receive the write sent with this key?
+     * 200 with its process (the 202's body, its status as it stands now), or 404: never received.
+     */
+    Mono<ServerResponse> processByIdempotencyKey(ServerRequest request) {
+        return ledger.processByIdempotencyKey(request.pathVariable("key"))
+                .map(process -> ServerResponse.ok().contentType(MediaType.APPLICATION_JSON).bodyValue(process))
+                .orElseGet(() -> error(HttpStatus.NOT_FOUND, "not_found", "no write with this idempotency key"));
+    }
+
+    /** A merchant by its business reference, once its create has been processed. */
+    Mono<ServerResponse> merchantByTaxId(ServerRequest request) {
+        return ledger.merchantByTaxId(request.pathVariable("taxId"))
+                .map(merchant -> ServerResponse.ok().contentType(MediaType.APPLICATION_JSON).bodyValue(merchant))
+                .orElseGet(() -> error(HttpStatus.NOT_FOUND, "not_found", "no merchant with this tax id"));
     }
 
     Mono<ServerResponse> stats(ServerRequest request) {

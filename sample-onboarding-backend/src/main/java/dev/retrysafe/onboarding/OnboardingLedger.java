@@ -32,6 +32,9 @@ public class OnboardingLedger implements DisposableBean {
 
     private final Map<String, OnboardingProcess> processes = new ConcurrentHashMap<>();
 
+    /** The process each write opened, by the Idempotency-Key it was sent with (as a gateway forwards it). */
+    private final Map<String, String> processByKey = new ConcurrentHashMap<>();
+
     private final AtomicLong merchantsCreated = new AtomicLong();
 
     private final AtomicLong merchantsUpdated = new AtomicLong();
@@ -72,17 +75,30 @@ public class OnboardingLedger implements DisposableBean {
         return Optional.ofNullable(processes.get(processId));
     }
 
+    /** The process of the write sent with this Idempotency-Key, if this backend ever received it. */
+    public Optional<OnboardingProcess> processByIdempotencyKey(String key) {
+        return Optional.ofNullable(processByKey.get(key)).flatMap(this::process);
+    }
+
+    /** The merchant with this tax id, once a write that created it has been processed. */
+    public Optional<Merchant> merchantByTaxId(String taxId) {
+        return merchants.values().stream().filter(merchant -> taxId.equals(merchant.taxId())).findFirst();
+    }
+
     void countWriteRequest() {
         writeRequests.incrementAndGet();
     }
 
     /**
-     * Opens a PENDING process for a create ({@code merchantId == null}) or an update, and settles it after the
-     * processing delay on a Reactor timer (no thread is held while it waits).
+     * Opens a PENDING process for a create ({@code merchantId == null}) or an update, remembers it by the request's
+     * Idempotency-Key (a reference the sender can look up), and settles it after the processing delay on a Reactor timer (no thread is held while it waits).
      */
-    OnboardingProcess accept(String merchantId, MerchantDraft draft) {
+    OnboardingProcess accept(String merchantId, MerchantDraft draft, String idempotencyKey) {
         OnboardingProcess pending = OnboardingProcess.pending(UUID.randomUUID().toString());
         processes.put(pending.processId(), pending);
+        if (idempotencyKey != null) {
+            processByKey.put(idempotencyKey, pending.processId());
+        }
         Mono.delay(processingDelay)
                 .takeUntilOther(closed.asMono())
                 .subscribe(tick -> settle(pending.processId(), merchantId, draft));

@@ -110,6 +110,28 @@ class OnboardingBackendTest {
     }
 
     @Test
+    void aWriteCanBeLookedUpByItsIdempotencyKeyAndItsMerchantByTaxId() {
+        String key = "lookup-" + java.util.UUID.randomUUID();
+        String processId = client.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON)
+                .header("Idempotency-Key", key)
+                .bodyValue(merchant("Lookup Co", "LOOKUP1234"))
+                .exchange()
+                .expectStatus().isAccepted()
+                .expectBody(JSON).returnResult().getResponseBody().get("processId").toString();
+
+        client.get().uri("/processes/by-idempotency-key/{key}", key).exchange()
+                .expectStatus().isOk()
+                .expectBody().jsonPath("$.processId").isEqualTo(processId);
+        awaitOutcome(processId);
+        client.get().uri("/merchants/by-tax-id/LOOKUP1234").exchange()
+                .expectStatus().isOk()
+                .expectBody().jsonPath("$.legalName").isEqualTo("Lookup Co");
+
+        client.get().uri("/processes/by-idempotency-key/never-sent-key").exchange().expectStatus().isNotFound();
+        client.get().uri("/merchants/by-tax-id/NOSUCH1234").exchange().expectStatus().isNotFound();
+    }
+
+    @Test
     void processStaysPendingWithRetryAfterWhileTheWriteIsProcessed() {
         String processId = slowClient.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON)
                 .bodyValue(merchant("Slow Co", "SLOW12345"))

@@ -9,6 +9,8 @@ import dev.retrysafe.gateway.idempotency.observability.MeteredIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.PrincipalOrHeaderTenantResolver;
@@ -72,6 +74,16 @@ public class IdempotencyFilterAutoConfiguration {
     }
 
     @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    Reconciler idempotencyReconciler(ObjectProvider<ReconcileQueue> queue, IdempotencyProperties properties,
+            ObjectProvider<WebClient.Builder> webClients, IdempotencyMetrics metrics) {
+        WebClient http = webClients.getIfAvailable(WebClient::builder).build();
+        IdempotencyProperties.Reconcile reconcile = properties.reconcile();
+        return new Reconciler(Optional.ofNullable(queue.getIfAvailable()), http, reconcile.interval(),
+                reconcile.retryDelay(), reconcile.maxRetryDelay(), properties.storeTimeout(), metrics);
+    }
+
+    @Bean
     @ConditionalOnBean(ProcessWatcher.class)
     ProcessStatusObserver idempotencyProcessStatusObserver(ProcessWatcher watcher, IdempotencyProperties properties,
             IdempotencyEvents events) {
@@ -83,10 +95,11 @@ public class IdempotencyFilterAutoConfiguration {
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
-            RequestReports reports, ObjectProvider<HttpClientProperties> httpClient) {
+            RequestReports reports, ObjectProvider<HttpClientProperties> httpClient, Reconciler reconciler) {
         return new IdempotencyGatewayFilterFactory(routeDefaults(properties), new MeteredIdempotencyStore(store, metrics), tenants,
                 Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
-                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout));
+                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout),
+                Optional.of(reconciler));
     }
 
     static RouteDefaults routeDefaults(IdempotencyProperties p) {

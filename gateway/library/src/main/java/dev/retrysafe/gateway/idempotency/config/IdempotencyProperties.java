@@ -37,6 +37,7 @@ public record IdempotencyProperties(
         @DefaultValue("100ms") Duration replicaAckTimeout,
         @DefaultValue("8") int replicaAckConnections,
         @DefaultValue ProcessPoll processPoll,
+        @DefaultValue Reconcile reconcile,
         @DefaultValue RecordCountSampling recordCounts,
         @DefaultValue StoreMemory store,
         @DefaultValue("true") boolean failOnUnknownSettings,
@@ -75,6 +76,25 @@ public record IdempotencyProperties(
      */
     public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay,
             @DefaultValue("60s") Duration restoreInterval) {
+    }
+
+    /**
+     * How the gateway looks up UNCERTAIN records of routes with a {@code reconcile-uri} at their upstream.
+     *
+     * @param interval      how often each instance looks for due lookups
+     * @param retryDelay    after a lookup that told nothing (an error, another status, no answer in time), the
+     *                      record is looked up again this much later; the delay doubles after each such lookup
+     * @param maxRetryDelay up to this
+     */
+    public record Reconcile(@DefaultValue("1s") Duration interval, @DefaultValue("5s") Duration retryDelay,
+            @DefaultValue("5m") Duration maxRetryDelay) {
+        public Reconcile {
+            if (interval.isNegative() || interval.isZero() || retryDelay.isNegative() || retryDelay.isZero()
+                    || maxRetryDelay.compareTo(retryDelay) < 0) {
+                throw new IllegalArgumentException("idempotency.reconcile.interval and retry-delay must be positive "
+                        + "and max-retry-delay at least retry-delay");
+            }
+        }
     }
 
     /**

@@ -5,12 +5,14 @@ import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMemoryWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisLinks;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.SentinelSwitchWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
@@ -144,6 +146,17 @@ public class IdempotencyStoreAutoConfiguration {
             PreopenedConnections connections) {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         return new RedisProcessQueue(bytesTemplate(connections.connections()), cluster);
+    }
+
+    /** The fleet's UNCERTAIN records to look up at their upstream, beside the Redis store that queues them. */
+    @Bean
+    @ConditionalOnBean(RedisIdempotencyStore.class)
+    @ConditionalOnMissingBean(ReconcileQueue.class)
+    RedisReconcileQueue idempotencyReconcileQueue(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties, EncryptionKeys encryption) {
+        return new RedisReconcileQueue(bytesTemplate(connectionFactory),
+                (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
     }
 
     /**

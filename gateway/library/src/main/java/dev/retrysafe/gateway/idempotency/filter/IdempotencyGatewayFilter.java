@@ -14,6 +14,7 @@ import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
@@ -224,7 +225,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         request.report().scope(request.scope());
         ServerHttpRequest sent = request.exchange().getRequest();
         return new ReservationLoop(policy, store, clock, request.scope(), request.fingerprint(), request.owner(),
-                request.upstream(), sent.getMethod().name(), sent.getURI().getRawPath(), request.report()).answer()
+                request.upstream(), sent.getMethod().name(), sent.getURI().getRawPath(), request.report(),
+                lookup(request)).answer()
                 .flatMap(answer -> apply(answer, request));
     }
 
@@ -270,13 +272,29 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
      * it first; without a timeout, no limit. Once the answer is coming: that timeout plus a renewal period, at least
      * one lease. This bounds what no timeout covers, such as a client that stopped reading.
      */
-    private UpstreamExchange.StallLimits stallLimits(ServerWebExchange exchange) {
-        Duration lease = policy.inFlightLease();
+    /**
+     * On a reconciling route, the values its lookup names, kept with the record; none when the request lacks one
+     * (it is then settled by an operator if its outcome becomes unknown).
+     */
+    private Optional<LookupValues> lookup(Guarded request) {
+        return policy.reconciliation()
+                .flatMap(reconciliation -> reconciliation.template().values(request.scope().key().value(),
+                        request.body()))
+                .map(values -> new LookupValues(values, policy.lookupAfter(responseTimeout(request.exchange()))));
+    }
+
+    /** The route's own response timeout, else the gateway's, if any. */
+    private Optional<Duration> responseTimeout(ServerWebExchange exchange) {
         Object routeTimeout = route(exchange).map(r -> r.getMetadata().get(RouteMetadataUtils.RESPONSE_TIMEOUT_ATTR))
                 .orElse(null);
-        Optional<Duration> timeout = routeTimeout instanceof Number millis && millis.longValue() >= 0
+        return routeTimeout instanceof Number millis && millis.longValue() >= 0
                 ? Optional.of(Duration.ofMillis(millis.longValue()))
                 : responseTimeout;
+    }
+
+    private UpstreamExchange.StallLimits stallLimits(ServerWebExchange exchange) {
+        Duration lease = policy.inFlightLease();
+        Optional<Duration> timeout = responseTimeout(exchange);
         if (timeout.isEmpty()) {
             return new UpstreamExchange.StallLimits(UpstreamExchange.StallLimits.NO_LIMIT, lease);
         }

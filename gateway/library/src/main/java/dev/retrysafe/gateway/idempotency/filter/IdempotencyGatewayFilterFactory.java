@@ -12,6 +12,9 @@ import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.reconcile.LookupTemplate;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
@@ -54,6 +57,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private final LeaseRenewals leases;
     private final RequestReports reports;
     private final Optional<Duration> responseTimeout;
+    private final Optional<Reconciler> reconciler;
 
     /**
      * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
@@ -63,6 +67,15 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
             Optional<Duration> responseTimeout) {
+        this(defaults, store, tenants, clock, events, processes, statusObserver, leases, reports, responseTimeout,
+                Optional.empty());
+    }
+
+    /** @param reconciler looks up the UNCERTAIN records of routes with a {@code reconcile-uri} */
+    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyStore store,
+            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
+            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
+            Optional<Duration> responseTimeout, Optional<Reconciler> reconciler) {
         super(Config.class);
         this.defaults = defaults;
         this.store = store;
@@ -74,6 +87,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         this.leases = leases;
         this.reports = reports;
         this.responseTimeout = responseTimeout;
+        this.reconciler = reconciler;
     }
 
     @Override
@@ -83,6 +97,14 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             policy.processTracking().ifPresent(tracking -> {
                 statusObserver.register(config.getRouteId(), tracking, policy.retention());
                 processes.track(config.getRouteId(), tracking, policy.retention());
+            });
+            policy.reconciliation().ifPresent(reconciliation -> {
+                if (reconciler.isEmpty()) {
+                    throw new IllegalStateException("Route " + config.getRouteId() + " has a reconcile-uri but the "
+                            + "gateway has no Reconciler");
+                }
+                reconciler.get().reconcile(config.getRouteId(), new Reconciler.RouteLookup(reconciliation,
+                        policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
             });
         }
         return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
@@ -106,8 +128,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         int max = or(c.getKeyMaxLength(), defaults.keyMaxLength());
         Set<String> methods = or(c.getMethods(), defaults.methods()).stream()
                 .map(m -> m.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
+        KeySource keySource = keySource(defaults, c);
+        Optional<Reconciliation> reconciliation = reconciliation(c);
+        requireForwardedKey(keySource, reconciliation);
         return new RoutePolicy(
-                keySource(defaults, c),
+                keySource,
                 new KeyPolicy(min, max),
                 methods,
                 new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
@@ -126,7 +151,34 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 defaults.retryAfter(),
                 or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
                 processTracking(c),
-                defaults.forwardWhenStoreUnavailable());
+                defaults.forwardWhenStoreUnavailable(),
+                reconciliation);
+    }
+
+    /**
+     * {key} in a lookup is the key as the upstream received it, in the key header. A key taken from the body is a
+     * hash the upstream never saw, so such a route names the body value itself.
+     */
+    private static void requireForwardedKey(KeySource keySource, Optional<Reconciliation> reconciliation) {
+        if (keySource instanceof KeySource.BodyField field
+                && reconciliation.filter(r -> r.template().names().contains(LookupTemplate.KEY)).isPresent()) {
+            throw new IllegalArgumentException("reconcile-uri {key} is the key header's value as forwarded, and this "
+                    + "route takes its key from the body (key-from: body:" + field.pointer() + "), a hash the "
+                    + "upstream never receives: look up by {body:" + field.pointer() + "} instead");
+        }
+    }
+
+    private static Optional<Reconciliation> reconciliation(Config c) {
+        if (c.getReconcileUri() == null) {
+            if (c.getReconcileAfter() != null || c.getReconcileFound() != null || c.getReconcileNotFound() != null) {
+                throw new IllegalArgumentException("reconcile-uri is needed by reconcile-after, reconcile-found and "
+                        + "reconcile-not-found");
+            }
+            return Optional.empty();
+        }
+        return Optional.of(new Reconciliation(LookupTemplate.parse(c.getReconcileUri()),
+                Optional.ofNullable(c.getReconcileAfter()), or(c.getReconcileFound(), 200),
+                or(c.getReconcileNotFound(), 404)));
     }
 
     /**
@@ -228,6 +280,10 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private String processStatusPointer;
         private List<String> processTerminalValues;
         private Duration processMaxRetention;
+        private String reconcileUri;
+        private Duration reconcileAfter;
+        private Integer reconcileFound;
+        private Integer reconcileNotFound;
 
         @Override
         public void setRouteId(String routeId) { this.routeId = routeId; }
@@ -252,6 +308,15 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public void setFingerprintIgnore(List<String> fingerprintIgnore) { this.fingerprintIgnore = fingerprintIgnore; }
         public List<String> getFingerprintHeaders() { return fingerprintHeaders; }
         public void setFingerprintHeaders(List<String> fingerprintHeaders) { this.fingerprintHeaders = fingerprintHeaders; }
+        public String getReconcileUri() { return reconcileUri; }
+        public void setReconcileUri(String reconcileUri) { this.reconcileUri = reconcileUri; }
+        public Duration getReconcileAfter() { return reconcileAfter; }
+        public void setReconcileAfter(Duration reconcileAfter) { this.reconcileAfter = reconcileAfter; }
+        public Integer getReconcileFound() { return reconcileFound; }
+        public void setReconcileFound(Integer reconcileFound) { this.reconcileFound = reconcileFound; }
+        public Integer getReconcileNotFound() { return reconcileNotFound; }
+        public void setReconcileNotFound(Integer reconcileNotFound) { this.reconcileNotFound = reconcileNotFound; }
+
         public String getKeyHeader() { return keyHeader; }
         public void setKeyHeader(String keyHeader) { this.keyHeader = keyHeader; }
         public Integer getKeyMinLength() { return keyMinLength; }

@@ -8,6 +8,7 @@ import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
@@ -40,11 +41,13 @@ final class ReservationLoop {
     private final String path;
     private final RequestReport report;
     private final long waitDeadline;
+    private final Optional<LookupValues> lookup;
 
     ReservationLoop(RoutePolicy policy, IdempotencyStore store, Clock clock, IdempotencyScope scope,
             Fingerprint fingerprint, OwnerToken owner, String upstream, String method, String path,
-            RequestReport report) {
+            RequestReport report, Optional<LookupValues> lookup) {
         this.policy = policy;
+        this.lookup = lookup;
         this.store = store;
         this.clock = clock;
         this.scope = scope;
@@ -67,7 +70,7 @@ final class ReservationLoop {
     private Mono<Reservation> reserve() {
         ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
                 policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
-                path);
+                path, lookup);
         return StoreCall.within(policy.storeTimeout(), () -> store.reserve(request))
                 .doOnError(e -> !(e instanceof StoredResponseUnreadable) && !(e instanceof StoreCallNotSent),
                         e -> releaseGivenUp())

@@ -5,6 +5,7 @@ import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
 import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
 import java.util.Objects;
@@ -30,7 +31,8 @@ public record RoutePolicy(
         Duration retryAfter,
         boolean upstreamHonoursKey,
         Optional<ProcessTracking> processTracking,
-        boolean forwardWhenStoreUnavailable) {
+        boolean forwardWhenStoreUnavailable,
+        Optional<Reconciliation> reconciliation) {
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
@@ -53,6 +55,27 @@ public record RoutePolicy(
             throw new IllegalArgumentException("max-stored-response-bytes must not be negative (byte limits), was "
                     + maxStoredResponseBytes);
         }
+    }
+
+    /** A route that does not reconcile UNCERTAIN records with its upstream. */
+    public RoutePolicy(KeySource keySource, KeyPolicy keyPolicy, Set<String> methods, RequestFingerprinter fingerprinter,
+            int replayStatus, StorableHeaders storableHeaders, Duration inFlightWait, Duration inFlightLease,
+            Duration retention, OutcomePolicy outcomePolicy, int maxRequestBytes, Duration requestBodyTimeout,
+            int maxStoredResponseBytes, Duration storeTimeout, Duration retryAfter, boolean upstreamHonoursKey,
+            Optional<ProcessTracking> processTracking, boolean forwardWhenStoreUnavailable) {
+        this(keySource, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
+                retention, outcomePolicy, maxRequestBytes, requestBodyTimeout, maxStoredResponseBytes, storeTimeout,
+                retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty());
+    }
+
+    /**
+     * When an UNCERTAIN record of this route is first looked up at the upstream: the route's reconcile-after, or
+     * twice the response timeout the request had (a backend still working on it must not be read as "not found"),
+     * or twice the in-flight lease when the gateway waits for answers without a limit.
+     */
+    public Duration lookupAfter(Optional<Duration> responseTimeout) {
+        return reconciliation.flatMap(Reconciliation::after)
+                .orElseGet(() -> responseTimeout.orElse(inFlightLease).multipliedBy(2));
     }
 
     /** How long an unsettled record may exist: an uncertain one is kept as long as a result would be. */

@@ -24,6 +24,7 @@ public final class IdempotencyMetrics {
     public static final String WAITING = "idempotency.requests.waiting";
     public static final String STORED_RESPONSE = "idempotency.stored.response";
     public static final String STORE_MEMORY_LOST = "idempotency.store.memory-lost";
+    public static final String RECONCILIATIONS = "idempotency.reconciliations";
     public static final String STORE_EVICTING_MASTERS = "idempotency.store.evicting-masters";
 
     private final MeterRegistry registry;
@@ -34,6 +35,7 @@ public final class IdempotencyMetrics {
     private final Map<String, Counter> requests = new ConcurrentHashMap<>();
     private final Map<String, Timer> storeTimers = new ConcurrentHashMap<>();
     private final Map<String, DistributionSummary> storedSizes = new ConcurrentHashMap<>();
+    private final Map<String, Counter> reconciliations = new ConcurrentHashMap<>();
 
     public IdempotencyMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -83,6 +85,28 @@ public final class IdempotencyMetrics {
                         .maximumExpectedValue(8.0 * 1024 * 1024)
                         .register(registry))
                 .record(bytes);
+    }
+
+    /**
+     * Counts one lookup of an UNCERTAIN record at its upstream by what it did: {@code found} (completed from it),
+     * {@code not-found} (released), {@code failed} (no answer to trust, asked again later).
+     */
+    public void reconciled(String route, String outcome) {
+        reconciliations(route, outcome).increment();
+    }
+
+    /** A reconciling route's counters, at 0 from its start, so that an alert on their rate has series to read. */
+    public void reconciling(String route) {
+        for (String outcome : new String[] {"found", "not-found", "failed"}) {
+            reconciliations(route, outcome);
+        }
+    }
+
+    private Counter reconciliations(String route, String outcome) {
+        return reconciliations.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder(RECONCILIATIONS)
+                .description("Lookups of UNCERTAIN records at their upstream, by what they did")
+                .tags("route", route, "outcome", outcome)
+                .register(registry));
     }
 
     /** Counts one loss of a Redis master's memory (a restart without persistence, an empty replica, FLUSHALL). */

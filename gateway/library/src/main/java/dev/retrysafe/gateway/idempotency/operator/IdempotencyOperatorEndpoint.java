@@ -12,8 +12,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
@@ -27,7 +25,6 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  */
 @Endpoint(id = "idempotency")
 public class IdempotencyOperatorEndpoint {
-    private static final Logger log = LoggerFactory.getLogger(IdempotencyOperatorEndpoint.class);
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
     private final RecordInspector inspector;
@@ -107,8 +104,7 @@ public class IdempotencyOperatorEndpoint {
             return new WebEndpointResponse<>(result, 409);
         }
         // The reason is one printable line already; the name and the path segment are escaped all the same.
-        log.warn("OPERATOR {} {} scope {} (was {}): {}", LogText.oneLine(who), action, LogText.oneLine(scopeHash),
-                previous, LogText.oneLine(reason));
+        SettlementAudit.settled(who, action, scopeHash, previous, reason);
         return new WebEndpointResponse<>(result, 200);
     }
 

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
+import java.util.Optional;
 
 /**
  * One reservation attempt.
@@ -15,9 +16,12 @@ import java.time.Duration;
  * @param method          the request's method, and {@code path} its raw path (no query), kept on a new record so
  *                        that an operator reconciling it knows which call to look for at the backend; empty when
  *                        unknown
+ * @param lookup          on a reconciling route, what a lookup of the record at the upstream needs, kept with a new
+ *                        record
  */
 public record ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
-        Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method, String path) {
+        Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method, String path,
+        Optional<LookupValues> lookup) {
     /** A stored path is cut at this many characters: enough to recognise the call, bounded in every record. */
     public static final int MAX_PATH_LENGTH = 512;
 
@@ -25,6 +29,14 @@ public record ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint
         if (path.length() > MAX_PATH_LENGTH) {
             path = path.substring(0, MAX_PATH_LENGTH - 3) + "...";
         }
+    }
+
+    /** On a route that does not reconcile. */
+    public ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
+            Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method,
+            String path) {
+        this(scope, fingerprint, owner, lease, recordTtl, upstream, willWait, retakeUncertain, method, path,
+                Optional.empty());
     }
 
     /** Without the request's method and path (a store test that has no request). */

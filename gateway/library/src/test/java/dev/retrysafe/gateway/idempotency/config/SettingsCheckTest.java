@@ -153,6 +153,59 @@ class SettingsCheckTest {
         });
     }
 
+    @Test
+    void aReconcileUriThatCouldLeaveTheRoutesUpstreamIsNamedAsTheRoutesArg() {
+        runner.run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+            config.setRouteId("onboarding");
+            config.setReconcileUri("/merchants?taxId={body:/taxId}");
+            InvalidRouteSetting failure = catchInvalid(factory, config);
+            assertThat(failure.setting()).contains("reconcile-uri");
+            assertThat(failure.setOnRoute()).isTrue();
+            assertThat(failure.getMessage()).contains("no query");
+
+            IdempotencyGatewayFilterFactory.Config found = new IdempotencyGatewayFilterFactory.Config();
+            found.setRouteId("onboarding");
+            found.setReconcileUri("/merchants/by-tax-id/{body:/taxId}");
+            found.setReconcileFound(404);
+            assertThat(catchInvalid(factory, found).setting()).contains("reconcile-found");
+
+            IdempotencyGatewayFilterFactory.Config alone = new IdempotencyGatewayFilterFactory.Config();
+            alone.setRouteId("onboarding");
+            alone.setReconcileAfter(java.time.Duration.ofSeconds(5));
+            assertThat(catchInvalid(factory, alone).getMessage()).contains("reconcile-uri is needed");
+        });
+    }
+
+    @Test
+    void aReconcileUriOnABodyKeyRouteLooksUpByTheBodyValueNotByTheHashedKey() {
+        runner.run(context -> {
+            IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
+            IdempotencyGatewayFilterFactory.Config byKey = new IdempotencyGatewayFilterFactory.Config();
+            byKey.setRouteId("webhooks");
+            byKey.setKeyFrom("body:/id");
+            byKey.setReconcileUri("/events/{key}");
+            InvalidRouteSetting failure = catchInvalid(factory, byKey);
+            assertThat(failure.setting()).contains("reconcile-uri");
+            assertThat(failure.setOnRoute()).isTrue();
+            assertThat(failure.getMessage()).contains("takes its key from the body (key-from: body:/id)")
+                    .contains("look up by {body:/id} instead");
+
+            IdempotencyGatewayFilterFactory.Config byBodyValue = new IdempotencyGatewayFilterFactory.Config();
+            byBodyValue.setRouteId("webhooks");
+            byBodyValue.setKeyFrom("body:/id");
+            byBodyValue.setReconcileUri("/events/{body:/id}");
+            assertThat(factory.apply(byBodyValue)).isNotNull();
+
+            IdempotencyGatewayFilterFactory.Config byDeliveryHeader = new IdempotencyGatewayFilterFactory.Config();
+            byDeliveryHeader.setRouteId("webhooks");
+            byDeliveryHeader.setKeyFrom("header:X-GitHub-Delivery");
+            byDeliveryHeader.setReconcileUri("/deliveries/{key}");
+            assertThat(factory.apply(byDeliveryHeader)).isNotNull();
+        });
+    }
+
     private static InvalidRouteSetting catchInvalid(IdempotencyGatewayFilterFactory factory,
             IdempotencyGatewayFilterFactory.Config config) {
         try {

@@ -10,6 +10,7 @@ import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.observability.TraceIds;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
@@ -415,6 +416,62 @@ class IdempotencyGatewayFilterTest {
         assertThat(upstream.calls).as("an uncertain request is not sent again").hasValue(1);
     }
 
+    @Test
+    void anUncertainRecordOfAReconcilingRouteIsQueuedForItsLookupTwiceTheLeaseLaterWithoutAResponseTimeout() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setReconcileUri("/merchants/by-name/{body:/merchant}");
+        upstream.failNextWith(new TimeoutException("response timeout"));
+
+        send(config, keyed().body(BODY));
+
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.UNCERTAIN);
+        assertThat(store.lookupDueAt(scope)).contains(clock.millis() + PROPERTIES.inFlightLease().toMillis() * 2);
+    }
+
+    @Test
+    void reconcileAfterSaysWhenTheLookupIsDue() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setReconcileUri("/merchants/by-name/{body:/merchant}");
+        config.setReconcileAfter(Duration.ofSeconds(7));
+        upstream.failNextWith(new TimeoutException("response timeout"));
+
+        send(config, keyed().body(BODY));
+
+        assertThat(store.lookupDueAt(scope)).contains(clock.millis() + 7_000);
+    }
+
+    @Test
+    void anUncertainRecordIsNotQueuedForALookupWhenTheRouteDoesNotReconcileOrTheBodyLacksTheValue() {
+        upstream.failNextWith(new TimeoutException("response timeout"));
+        send(keyed().body(BODY));
+        assertThat(store.lookupDueAt(scope)).as("no reconcile-uri").isEmpty();
+
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setReconcileUri("/merchants/by-tax-id/{body:/taxId}");
+        IdempotencyScope other = new IdempotencyScope("", "r", new IdempotencyKey(KEY + "-2"));
+        upstream.failNextWith(new TimeoutException("response timeout"));
+        send(config, MockServerHttpRequest.post("/merchants").header("Idempotency-Key", KEY + "-2")
+                .contentType(MediaType.APPLICATION_JSON).body(BODY));
+        assertThat(store.record(other).orElseThrow().state()).isEqualTo(RecordState.UNCERTAIN);
+        assertThat(store.lookupDueAt(other)).as("no taxId in the body: an operator settles it").isEmpty();
+    }
+
+    @Test
+    void theLookupsKeyIsTheKeyHeaderAsForwarded() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setKeyFrom("header:X-GitHub-Delivery");
+        config.setReconcileUri("/deliveries/{key}");
+        config.setReconcileAfter(Duration.ofSeconds(1));
+        String delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+        upstream.failNextWith(new TimeoutException("response timeout"));
+
+        send(config, post().header("X-GitHub-Delivery", delivery).body(BODY));
+        clock.advance(Duration.ofSeconds(2));
+
+        assertThat(store.claimDue(10, Duration.ofSeconds(15)).collectList().block(WAIT))
+                .singleElement().satisfies(due -> assertThat(due.values()).containsEntry("key", delivery));
+    }
+
     /** As if the instance forwarding the first request had stopped renewing its lease (it died, or hangs). */
     @Test
     void aLapsedLeaseMakesTheRetryAConflictAndTheLateAnswerIsStillStored() throws Exception {
@@ -785,7 +842,9 @@ class IdempotencyGatewayFilterTest {
         watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, store, new PrincipalOrHeaderTenantResolver(null), clock,
                 events, processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
-                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty());
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty(),
+                Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
+                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), new IdempotencyMetrics(meters))));
     }
 
     /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */

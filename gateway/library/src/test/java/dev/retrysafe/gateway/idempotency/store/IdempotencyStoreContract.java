@@ -14,6 +14,7 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -62,6 +63,9 @@ public abstract class IdempotencyStoreContract {
      * {@link #SHORT} after the 202.
      */
     protected abstract ProcessQueue processes();
+
+    /** The fleet's UNCERTAIN records to look up at their upstream, which the store fills. */
+    protected abstract ReconcileQueue lookups();
 
     /** Lets at least {@code time} pass on the clock the store's deadlines are read from. */
     protected abstract void letPass(Duration time);
@@ -807,6 +811,140 @@ public abstract class IdempotencyStoreContract {
         assertThat(pollOwn(LEASE, process -> ProcessQueue.PollResult.RUNNING)).isEmpty();
     }
 
+    // ---- reconciliation with the upstream
+
+    static final Map<String, String> LOOKUP = Map.of("key", "k-1", "body:/taxId", "ACME/../1?x=y");
+
+    @Test
+    void anUncertainRecordWithLookupValuesIsNotDueBeforeItsDelay() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lookup(LEASE));
+        assertThat(store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT)).isEqualTo(SettleResult.DONE);
+
+        assertThat(claimOwn(LEASE)).isEmpty();
+    }
+
+    @Test
+    void anUncertainRecordWithLookupValuesIsDueAfterItsDelayWithWhatItsReservationKept() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lookup(SHORT));
+        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        letMoreThan(SHORT);
+
+        List<ReconcileQueue.DueLookup> due = claimOwn(LEASE);
+
+        assertThat(due).hasSize(1);
+        assertThat(due.get(0).values()).isEqualTo(LOOKUP);
+        assertThat(due.get(0).owner()).isEqualTo(owner.value());
+        assertThat(due.get(0).routeId()).isEqualTo(scope.routeId());
+        assertThat(due.get(0).upstream()).isEqualTo(UPSTREAM);
+    }
+
+    @Test
+    void aRecordWithoutLookupValuesIsNeverDue() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        letMoreThan(SHORT);
+
+        assertThat(claimOwn(LEASE)).isEmpty();
+    }
+
+    @Test
+    void aRecordWhoseLeaseLapsedIsDueToo() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lookup(SHORT));
+        lapse(owner);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+        letMoreThan(SHORT);
+
+        assertThat(claimOwn(LEASE)).hasSize(1);
+    }
+
+    @Test
+    void aFoundLookupCompletesTheRecordAndTheOwnersLateAnswerChangesNothing() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+        StoredResponse found = new StoredResponse(200, List.of(new ResponseHeader("Idempotency-Reconciled", "true")),
+                "{\"id\":\"m-1\"}".getBytes(StandardCharsets.UTF_8), false);
+
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Found(found, RETENTION, "found"))
+                .block(WAIT)).isTrue();
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(found);
+        assertThat(complete(owner, response("late"))).isEqualTo(CompletionResult.NOT_OWNER);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).as("not overwritten").contains(found);
+        letMoreThan(SHORT);
+        assertThat(claimOwn(LEASE)).as("out of the queue").isEmpty();
+    }
+
+    @Test
+    void aNotFoundLookupReleasesTheRecordAndTheOwnersLateAnswerDoesNotBringItBack() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.NotFound("not found")).block(WAIT))
+                .isTrue();
+
+        assertThat(complete(owner, response("late"))).as("fenced as by an operator's release")
+                .isEqualTo(CompletionResult.FENCED);
+        assertThat(reserve(FP, owner)).as("nor its late reserve").isEqualTo(new Reservation.Fenced(owner));
+        assertFree();
+    }
+
+    @Test
+    void aFailedLookupLeavesTheRecordUncertainAndAsksAgainAfterTheRetryDelay() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Failed(SHORT, SHORT)).block(WAIT)).isTrue();
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
+        letMoreThan(SHORT);
+        assertThat(claimOwn(LEASE)).as("asked again").hasSize(1);
+    }
+
+    @Test
+    void aLookupThatEndsAfterTheOwnerSettledTheRecordChangesNothing() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+        assertThat(complete(owner, response("the real answer"))).isEqualTo(CompletionResult.STORED);
+
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.NotFound("not found")).block(WAIT))
+                .isFalse();
+
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("the real answer"));
+    }
+
+    @Test
+    void aClaimedLookupIsLeftToItsClaimantUntilTheClaimLapses() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).lookup(SHORT));
+        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        letMoreThan(SHORT);
+        assertThat(claimOwn(CLAIM)).as("claimed by an instance that then dies").hasSize(1);
+
+        assertThat(claimOwn(CLAIM)).as("still claimed").isEmpty();
+        letMoreThan(CLAIM);
+        assertThat(claimOwn(LEASE)).as("the claim lapsed: another instance takes it").hasSize(1);
+    }
+
+    /** An UNCERTAIN record of this test's scope, claimed for its lookup. */
+    ReconcileQueue.DueLookup dueUncertain(OwnerToken owner) {
+        reserve(request(FP, owner).lookup(SHORT));
+        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        letMoreThan(SHORT);
+        List<ReconcileQueue.DueLookup> due = claimOwn(LEASE);
+        assertThat(due).hasSize(1);
+        return due.get(0);
+    }
+
+    /** One claim round, as an instance's reconciler runs it: this test's own due lookups. */
+    List<ReconcileQueue.DueLookup> claimOwn(Duration claim) {
+        return lookups().claimDue(1000, claim).filter(due -> due.scopeHash().equals(scope.hash())).collectList()
+                .block(WAIT);
+    }
+
     /**
      * One round of the queue, as an instance's watcher runs it: this test's own process gets {@code answer}, any
      * other test's (the Redis store is shared) is left running. Returns this test's processes that were asked.
@@ -887,6 +1025,7 @@ public abstract class IdempotencyStoreContract {
         private Duration recordTtl = RETENTION.plus(LEASE);
         private boolean willWait;
         private boolean retakeUncertain;
+        private Optional<LookupValues> lookup = Optional.empty();
 
         Request(Fingerprint fingerprint, OwnerToken owner) {
             this.fingerprint = fingerprint;
@@ -913,9 +1052,15 @@ public abstract class IdempotencyStoreContract {
             return this;
         }
 
+        /** On a reconciling route: {@link #LOOKUP} kept, looked up {@code after} the record turns UNCERTAIN. */
+        Request lookup(Duration after) {
+            this.lookup = Optional.of(new LookupValues(LOOKUP, after));
+            return this;
+        }
+
         ReservationRequest build() {
             return new ReservationRequest(scope, fingerprint, owner, lease, recordTtl, UPSTREAM, willWait,
-                    retakeUncertain);
+                    retakeUncertain, "POST", "/merchants", lookup);
         }
     }
 }

@@ -31,6 +31,11 @@ class InMemoryIdempotencyStoreContractTest extends IdempotencyStoreContract {
     }
 
     @Override
+    protected ReconcileQueue lookups() {
+        return store;
+    }
+
+    @Override
     protected void letPass(Duration time) {
         clock.advance(time);
     }

@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
@@ -34,6 +35,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     static RedisWakeUps wakeUps;
     static RedisIdempotencyStore store;
     static RedisProcessQueue processes;
+    static RedisReconcileQueue lookups;
     static RedisRecordInspector operator;
     /** A wake-up as the settling scripts publish it. */
     static final RedisScript<Long> PUBLISH = RedisScript.of(
@@ -55,6 +57,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         store = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
         processes = new RedisProcessQueue(bytes);
+        lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
@@ -82,6 +85,11 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     @Override
     protected ProcessQueue processes() {
         return processes;
+    }
+
+    @Override
+    protected ReconcileQueue lookups() {
+        return lookups;
     }
 
     @Override

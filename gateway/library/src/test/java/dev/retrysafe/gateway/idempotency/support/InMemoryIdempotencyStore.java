@@ -8,7 +8,9 @@ import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
@@ -42,7 +44,7 @@ import reactor.core.publisher.Mono;
  * publishes that one on its wake-up channel). {@code IdempotencyStoreContract} runs the same behaviours against
  * this store and the Redis one, so the two cannot drift apart unnoticed.
  */
-public final class InMemoryIdempotencyStore implements IdempotencyStore, ProcessQueue {
+public final class InMemoryIdempotencyStore implements IdempotencyStore, ProcessQueue, ReconcileQueue {
     /** What a lapsed lease leaves as the uncertain reason, word for word as idempotency_reserve.lua does. */
     public static final String LEASE_LAPSED_REASON =
             "lease lapsed: the gateway instance forwarding the request stopped renewing it";
@@ -68,6 +70,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     private final Map<String, Expiring> processLinks = new HashMap<>();
     /** By scope hash, as the idempotency-processes:{tag} sorted sets: when the process's next poll is due. */
     private final Map<String, Long> pendingProcesses = new HashMap<>();
+    /** By scope hash, as the idempotency-reconcile:{tag} sorted sets: when the record's lookup is due. */
+    private final Map<String, Long> pendingLookups = new HashMap<>();
     private Duration firstProcessPoll = Duration.ofSeconds(1);
     private final AtomicInteger restoreCalls = new AtomicInteger();
     private final AtomicInteger pollDueCalls = new AtomicInteger();
@@ -115,6 +119,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 entry.state = RecordState.IN_FLIGHT;
                 entry.owner = r.owner();
                 entry.leaseUntil = now + millis(r.lease());
+                entry.lookup = r.lookup().orElse(null);
                 // The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
                 entry.expiresAt = now + millis(r.recordTtl());
                 records.put(hash, entry);
@@ -133,6 +138,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 entry.state = RecordState.UNCERTAIN;
                 entry.uncertainReason = LEASE_LAPSED_REASON;
                 entry.expiresAt = now + millis(r.recordTtl());
+                becameUncertain(hash, entry, now);
                 if (entry.waiters > 0) {
                     wakeUps.add(hash);
                 }
@@ -275,6 +281,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             entry.leaseUntil = 0;
             entry.waiters = 0;
             entry.expiresAt = now + millis(ttl);
+            becameUncertain(hash, entry, now);
             wakeUps.add(hash);
             return SettleResult.DONE;
         });
@@ -302,6 +309,80 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             wakeUps.add(hash);
             return entry.state.name();
         });
+    }
+
+    /** As the scripts that make a record UNCERTAIN: one its reservation gave lookup values is queued for a lookup. */
+    private void becameUncertain(String hash, Entry entry, long now) {
+        entry.uncertainAt = now;
+        if (entry.lookup != null) {
+            pendingLookups.put(hash, now + millis(entry.lookup.after()));
+        }
+    }
+
+    /** As RedisReconcileQueue, without slots: claims the due lookups, each pushed back by the claim. */
+    @Override
+    public Flux<DueLookup> claimDue(int max, Duration claim) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            List<DueLookup> due = new ArrayList<>();
+            pendingLookups.entrySet().stream().filter(e -> e.getValue() <= now)
+                    .sorted(Map.Entry.comparingByValue()).limit(max).toList()
+                    .forEach(e -> {
+                        e.setValue(now + millis(claim));
+                        Entry entry = live(e.getKey(), now);
+                        if (entry == null || entry.state != RecordState.UNCERTAIN || entry.lookup == null) {
+                            pendingLookups.remove(e.getKey());
+                        } else {
+                            due.add(new DueLookup(e.getKey(), entry.routeId, entry.upstream, entry.lookup.values(),
+                                    entry.owner.value(), entry.uncertainAt));
+                        }
+                    });
+            return due;
+        }).flatMapMany(Flux::fromIterable);
+    }
+
+    /** As idempotency_reconcile_settle.lua: a compare-and-set on the record as it was claimed. */
+    @Override
+    public Mono<Boolean> settle(DueLookup due, LookupResult result) {
+        return step(wakeUps -> {
+            long now = clock.getAsLong();
+            String hash = due.scopeHash();
+            Entry entry = live(hash, now);
+            if (entry == null || entry.state != RecordState.UNCERTAIN || !due.owner().equals(entry.owner.value())
+                    || entry.uncertainAt != due.uncertainSince()) {
+                if (entry == null || entry.state != RecordState.UNCERTAIN || entry.lookup == null) {
+                    pendingLookups.remove(hash);
+                }
+                return false;
+            }
+            if (result instanceof LookupResult.Failed failed) {
+                entry.lookupDelay = entry.lookupDelay == 0 ? millis(failed.firstDelay())
+                        : Math.min(2 * entry.lookupDelay, millis(failed.maxDelay()));
+                pendingLookups.put(hash, now + entry.lookupDelay);
+                return true;
+            }
+            pendingLookups.remove(hash);
+            if (result instanceof LookupResult.Found found) {
+                entry.state = RecordState.COMPLETED;
+                entry.response = copy(found.response());
+                entry.status = found.response().status();
+                entry.owner = null;
+                entry.lookup = null;
+                entry.resolvedBy = "reconciler";
+                entry.expiresAt = now + millis(found.retention());
+            } else {
+                records.remove(hash);
+                rememberReleased(hash, new OwnerToken(due.owner()), BY_OPERATOR,
+                        Math.max(entry.expiresAt - now, millis(RELEASED_OWNERS_TTL)), now);
+            }
+            wakeUps.add(hash);
+            return true;
+        });
+    }
+
+    /** When the scope's lookup is next due, if it is queued. */
+    public synchronized Optional<Long> lookupDueAt(IdempotencyScope scope) {
+        return Optional.ofNullable(pendingLookups.get(scope.hash()));
     }
 
     @Override
@@ -583,6 +664,10 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         String routeId;
         String upstream;
         boolean restored;
+        LookupValues lookup;
+        long uncertainAt;
+        long lookupDelay;
+        String resolvedBy;
 
         Entry(Fingerprint fingerprint) {
             this.fingerprint = fingerprint;

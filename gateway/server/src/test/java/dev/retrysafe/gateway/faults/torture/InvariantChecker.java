@@ -1,6 +1,8 @@
 package dev.retrysafe.gateway.faults.torture;
 
+import dev.retrysafe.gateway.faults.torture.RecordingUpstream.Lookup;
 import dev.retrysafe.gateway.faults.torture.RecordingUpstream.Receipt;
+import dev.retrysafe.gateway.faults.torture.ReconcilerAuditLog.Settlement;
 import dev.retrysafe.gateway.faults.torture.WireClient.Attempt;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
@@ -32,6 +34,14 @@ final class InvariantChecker {
     static final String ANSWERED_IN_BOUND = "7. every attempt ended within the bound derived from the settings";
     static final String NOT_OWNER_EXPLAINED = "8. store-not-owner only where another party settled the record";
     static final String ACKNOWLEDGED_REPLAYS = "9. every write the upstream acknowledged replays once faults end";
+    static final String RECONCILED_AS_ANSWERED = "10. a record completed by its lookup stores what the upstream answered";
+    static final String RELEASED_UNRECEIVED = "11. a key released by its lookup had not reached the upstream";
+    static final String NO_EARLY_LOOKUP = "12. no lookup before reconcile-after";
+    /**
+     * Redis's clock has milliseconds (a lookup may be due up to 1 ms before reconcile-after by this JVM's clock), and
+     * it is the wall clock, this one monotonic: a few milliseconds between them are not an early lookup.
+     */
+    static final Duration CLOCKS_SLACK = Duration.ofMillis(5);
 
     /** Per invariant: how many keys (or attempts) it was checked on and which broke it, with why. */
     static final class Tally {
@@ -45,7 +55,8 @@ final class InvariantChecker {
     /** @param storeFaulted the store torture: invariants 7 to 9 too */
     InvariantChecker(boolean storeFaulted) {
         for (String name : List.of(EVERY_ATTEMPT_ENDED, AT_MOST_ONCE, FORWARDED_AS_FINGERPRINTED, UNCERTAIN_WAS_SENT,
-                NOTHING_LEFT_IN_FLIGHT, SUCCESS_IS_STORED, MALFORMED_REFUSED)) {
+                NOTHING_LEFT_IN_FLIGHT, SUCCESS_IS_STORED, MALFORMED_REFUSED, RECONCILED_AS_ANSWERED,
+                RELEASED_UNRECEIVED, NO_EARLY_LOOKUP)) {
             tallies.put(name, new Tally());
         }
         if (storeFaulted) {
@@ -140,6 +151,43 @@ final class InvariantChecker {
                         () -> "the correct retry after " + refused.detail() + " got " + retry.status() + " "
                                 + text(retry.responseBody()));
             }
+        }
+    }
+
+    /**
+     * The route reconciles with the upstream: what its lookups did to this key's records.
+     *
+     * @param lookups     the reconciler's lookups of this key, as the upstream received them
+     * @param settlements the reconciler's settlements of this key's scope, from its audit lines
+     */
+    void checkReconciliation(KeyHistory history, RecordView record, List<Receipt> receipts, List<Lookup> lookups,
+            List<Settlement> settlements, Duration reconcileAfter) {
+        String key = history.key();
+        for (Settlement settlement : settlements) {
+            List<Receipt> takenBefore = receipts.stream()
+                    .filter(r -> r.taken() && r.receivedNanos < settlement.atNanos()).toList();
+            if (settlement.completed()) {
+                check(RECONCILED_AS_ANSWERED, key, !takenBefore.isEmpty(), () -> "completed by its lookup, but the "
+                        + "upstream had taken no request with it; receipts " + ids(receipts));
+            } else {
+                check(RELEASED_UNRECEIVED, key, takenBefore.isEmpty(), () -> "released by its lookup, but the "
+                        + "upstream had taken receipts " + ids(takenBefore) + " before; attempts " + attempts(history));
+            }
+        }
+        if (record != null && "COMPLETED".equals(record.state()) && "reconciler".equals(record.resolvedBy())) {
+            String stored = storedBody(record);
+            check(RECONCILED_AS_ANSWERED, key, record.status() != null
+                            && record.status() == RecordingUpstream.FOUND_STATUS && receipts.stream()
+                            .anyMatch(r -> r.taken() && text(r.responseBody).equals(stored)),
+                    () -> "the reconciled record stores " + record.status() + " " + stored
+                            + ", which the upstream answered to none of receipts " + ids(receipts));
+        }
+        // The record turns UNCERTAIN only after the key's first attempt began: the earliest its lookup may come.
+        for (Lookup lookup : lookups) {
+            long waited = lookup.atNanos() - history.startedNanos();
+            check(NO_EARLY_LOOKUP, key, waited >= reconcileAfter.minus(CLOCKS_SLACK).toNanos(),
+                    () -> "looked up " + Duration.ofNanos(waited).toMillis() + " ms after its first attempt began, "
+                            + "reconcile-after is " + reconcileAfter.toMillis() + " ms");
         }
     }
 

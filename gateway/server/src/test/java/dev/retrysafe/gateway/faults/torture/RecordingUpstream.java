@@ -19,10 +19,21 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The upstream on a raw socket, one thread per connection, keep-alive as the gateway's pool likes it. It logs every
  * request it received whole, with its Idempotency-Key and the exact body bytes, and answers each key as told:
- * normally, slowly, with a reset, never, with half a response, or with a 503 the gateway releases the key on.
+ * normally, slowly, with a reset, never, with half a response, or with a 503 the gateway releases the key on. It also
+ * answers the route's reconciliation lookups ({@value #LOOKUP_PATH}{key}) truthfully, as a backend that keeps its
+ * writes would: 200 with the answer it gave (or began to give) for a key whose request it received and took, 404 for
+ * a key it never received or answered 503 to. A request whose answer broke (reset, never answered, cut short) was
+ * still received whole and taken: a backend has that write, so its lookup finds it, with the answer it produced.
  */
 final class RecordingUpstream implements AutoCloseable {
     static final int RELEASED_STATUS = 503;
+    static final String LOOKUP_PATH = "/torture-lookups/";
+    static final int FOUND_STATUS = 200;
+    static final int NOT_FOUND_STATUS = 404;
+
+    /** One lookup of a key by the gateway's reconciler, when it arrived ({@code System.nanoTime}) and its answer. */
+    record Lookup(String key, long atNanos, int status) {
+    }
 
     /** One request the upstream received whole; {@code answeredStatus} is set once its answer was fully written. */
     static final class Receipt {
@@ -31,6 +42,7 @@ final class RecordingUpstream implements AutoCloseable {
         final byte[] body;
         final UpstreamFault fault;
         final byte[] responseBody;
+        final long receivedNanos = System.nanoTime();
         volatile int answeredStatus;
 
         Receipt(int id, String key, byte[] body, UpstreamFault fault) {
@@ -40,12 +52,18 @@ final class RecordingUpstream implements AutoCloseable {
             this.fault = fault;
             this.responseBody = HttpMessage.ascii("{\"receipt\":" + id + ",\"key\":\"" + key + "\"}");
         }
+
+        /** The upstream took the write: everything but its 503, which says it did not. */
+        boolean taken() {
+            return fault != UpstreamFault.UNAVAILABLE;
+        }
     }
 
     private final ServerSocket server;
     private final Duration slowAnswer;
     private final Map<String, UpstreamFault> faults = new ConcurrentHashMap<>();
     private final Queue<Receipt> receipts = new ConcurrentLinkedQueue<>();
+    private final Queue<Lookup> lookups = new ConcurrentLinkedQueue<>();
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     private final AtomicInteger ids = new AtomicInteger();
 
@@ -71,6 +89,10 @@ final class RecordingUpstream implements AutoCloseable {
         return new ArrayList<>(receipts);
     }
 
+    List<Lookup> lookups() {
+        return new ArrayList<>(lookups);
+    }
+
     private void acceptLoop() {
         while (!server.isClosed()) {
             try {
@@ -91,6 +113,11 @@ final class RecordingUpstream implements AutoCloseable {
             OutputStream out = socket.getOutputStream();
             HttpMessage request;
             while ((request = HttpMessage.read(in, false)) != null) {
+                String target = request.startLine().split(" ")[1];
+                if (request.startLine().startsWith("GET ") && target.startsWith(LOOKUP_PATH)) {
+                    lookUp(out, target.substring(LOOKUP_PATH.length()));
+                    continue;
+                }
                 String key = request.header("Idempotency-Key");
                 UpstreamFault fault = key == null ? UpstreamFault.NORMAL : faults.getOrDefault(key, UpstreamFault.NORMAL);
                 Receipt receipt = new Receipt(ids.incrementAndGet(), key, request.body(), fault);
@@ -104,6 +131,24 @@ final class RecordingUpstream implements AutoCloseable {
         } finally {
             open.remove(socket);
         }
+    }
+
+    /** The key's latest request the upstream took, by its receipt: a truthful answer, never faulted. */
+    private void lookUp(OutputStream out, String key) throws IOException {
+        long at = System.nanoTime();
+        Receipt taken = null;
+        for (Receipt receipt : receipts) {
+            if (key.equals(receipt.key) && receipt.taken()) {
+                taken = receipt;
+            }
+        }
+        byte[] body = taken == null ? new byte[0] : taken.responseBody;
+        int status = taken == null ? NOT_FOUND_STATUS : FOUND_STATUS;
+        lookups.add(new Lookup(key, at, status));
+        out.write(HttpMessage.ascii("HTTP/1.1 " + status + " Whatever\r\nContent-Type: application/json\r\n"
+                + "Content-Length: " + body.length + "\r\n\r\n"));
+        out.write(body);
+        out.flush();
     }
 
     /** @return whether the connection stays usable for another request */

@@ -66,6 +66,11 @@ final class TortureRun implements AutoCloseable {
      * that follow a client's answer.
      */
     static final Duration REPLICATION_WINDOW = Duration.ofSeconds(1);
+    /**
+     * The route reconciles UNCERTAIN records with the upstream this soon after they turn UNCERTAIN (short, so that
+     * most are looked up within the run; the upstream answers its lookups truthfully and at once).
+     */
+    static final Duration RECONCILE_AFTER = Duration.ofMillis(500);
 
     /**
      * The longest a client may wait for its answer when Redis misbehaves, from the settings: its own stall
@@ -88,6 +93,7 @@ final class TortureRun implements AutoCloseable {
     private final RedisFaultProxy proxy;
     private final Failovers failovers;
     private final StoreNotOwnerLog notOwner = new StoreNotOwnerLog();
+    private final ReconcilerAuditLog reconciled = new ReconcilerAuditLog();
     private final RecordingUpstream upstream;
     private final WireClient client;
     private volatile ConfigurableApplicationContext gateway;
@@ -138,7 +144,11 @@ final class TortureRun implements AutoCloseable {
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout", RESPONSE_TIMEOUT.toMillis() + "ms",
                 "idempotency.record-counts.enabled", "false",
                 // One line per request at INFO would drown the report; warnings and errors still show.
-                "logging.level.dev.retrysafe.gateway.idempotency", "WARN"));
+                "logging.level.dev.retrysafe.gateway.idempotency", "WARN",
+                "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.reconcile-uri",
+                RecordingUpstream.LOOKUP_PATH + "{key}",
+                "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.reconcile-after",
+                RECONCILE_AFTER.toMillis() + "ms"));
         if (failovers != null) {
             properties.putAll(failovers.gatewayProperties());
         } else {
@@ -150,6 +160,7 @@ final class TortureRun implements AutoCloseable {
         }
         gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), properties);
         notOwner.attach();
+        reconciled.attach();
         port = gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
     }
 
@@ -198,6 +209,11 @@ final class TortureRun implements AutoCloseable {
         Map<String, RecordView> records = settle(histories);
         Duration settling = Duration.ofNanos(System.nanoTime() - settleStarted);
 
+        // Settlements before receipts: every request the upstream took before a settlement is among the receipts.
+        Map<String, List<ReconcilerAuditLog.Settlement>> settlements = reconciled.settlements().stream()
+                .collect(Collectors.groupingBy(ReconcilerAuditLog.Settlement::scopeHash));
+        Map<String, List<RecordingUpstream.Lookup>> lookups = upstream.lookups().stream()
+                .collect(Collectors.groupingBy(RecordingUpstream.Lookup::key));
         Map<String, List<Receipt>> receipts = upstream.receipts().stream()
                 .filter(r -> r.key != null).collect(Collectors.groupingBy(r -> r.key));
         InvariantChecker checker = new InvariantChecker(settings.storeFaulted());
@@ -209,6 +225,9 @@ final class TortureRun implements AutoCloseable {
             List<Receipt> received = receipts.getOrDefault(history.key(), List.of());
             checker.check(history, records.get(history.key()), received, exempt.contains(history.key()),
                     lostInFailover.get(history.key()));
+            checker.checkReconciliation(history, records.get(history.key()), received,
+                    lookups.getOrDefault(history.key(), List.of()),
+                    settlements.getOrDefault(scope(history.key()).hash(), List.of()), RECONCILE_AFTER);
         }
         checker.checkGauge(inFlightGauge());
         String store = "";
@@ -234,6 +253,11 @@ final class TortureRun implements AutoCloseable {
         }
         List<Receipt> received = upstream.receipts().stream()
                 .filter(r -> r.key == null || !r.key.startsWith(HEALED_PROBE)).toList();
+        long found = upstream.lookups().stream().filter(l -> l.status() == RecordingUpstream.FOUND_STATUS).count();
+        long completed = reconciled.settlements().stream().filter(ReconcilerAuditLog.Settlement::completed).count();
+        store += "Reconciliation (reconcile-after " + RECONCILE_AFTER.toMillis() + " ms): " + upstream.lookups().size()
+                + " lookups (" + found + " found), " + completed + " records completed and "
+                + (reconciled.settlements().size() - completed) + " released by them\n";
         return new TortureReport(settings, histories, records, received, checker, ran, settling, restarted, store);
     }
 

@@ -83,6 +83,9 @@ abstract class ObservabilityTestBase {
         route(registry, 1, "no-wait", upstreamUri, "/no-wait/**", Map.of("in-flight-wait", "0s"));
         route(registry, 2, "long-wait", upstreamUri, "/long-wait/**", Map.of("in-flight-wait", "20s"));
         route(registry, 3, "unreachable", "http://127.0.0.1:" + closedPort, "/unreachable/**", Map.of());
+        // Its reconciliation counter exists from the start, at 0, so the alerting rules on it have series.
+        route(registry, 4, "reconciling", upstreamUri, "/reconciling/**",
+                Map.of("reconcile-uri", "/reconciling/by-key/{key}"));
         registry.add("spring.cloud.gateway.server.webflux.routes[1].metadata.response-timeout", () -> 20000);
         registry.add("spring.cloud.gateway.server.webflux.routes[2].metadata.response-timeout", () -> 20000);
     }

@@ -52,6 +52,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
+    private final LookupValuesCodec lookupValues;
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
@@ -89,6 +90,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
+        this.lookupValues = new LookupValuesCodec(encryption);
         this.replicaAcks = replicaAcks;
     }
 
@@ -130,7 +132,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> before = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
                 r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
                 millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
-        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()));
+        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
+                r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
+                r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
         return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)))
                 .onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
     }
@@ -158,6 +162,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         IdempotencyScope scope = r.scope();
         if (replicaAcks.isPresent()) {
             return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, reserveKeys(scope), args)
+                    .flatMap(acked -> lookSoonIfQueued((List<?>) acked.reply(), scope).thenReturn(acked))
                     .flatMap(acked -> {
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
@@ -170,12 +175,23 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                     });
         }
         return redis.execute(RESERVE, reserveKeys(scope), args).next()
-                .map(reply -> toReservation(reply, r.owner(), scope));
+                .flatMap(reply -> lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope)));
+    }
+
+    /**
+     * A reserve that found a lapsed lease may have queued the record's lookup at its upstream: its slot is to be
+     * looked into (due then or later: a look that comes early only learns when the slot's first lookup is due).
+     */
+    private Mono<Void> lookSoonIfQueued(List<?> reply, IdempotencyScope scope) {
+        return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)))
+                ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                : Mono.empty();
     }
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
         return List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
-                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()));
+                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()),
+                RedisReconcileQueue.queueKey(scope.hash()));
     }
 
     @Override
@@ -253,9 +269,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         return wakeUps.scriptArgs(scope.hash())
                 .flatMap(wakeUp -> settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
-                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
+                                RedisReconcileQueue.queueKey(scope.hash())),
                         args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of())).next()))
-                .map(RedisIdempotencyStore::settleResult);
+                // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
+                // later: a look that comes early only learns when the slot's first lookup is due).
+                .flatMap(result -> result == 3L
+                        ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                                .thenReturn(SettleResult.DONE)
+                        : Mono.just(settleResult(result)));
     }
 
     private static SettleResult settleResult(Long scriptResult) {
@@ -311,7 +333,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         }
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
         RecordState recordState = RecordState.valueOf(state);
-        Optional<StoredResponse> response = reply.size() > 2
+        Optional<StoredResponse> response = recordState == RecordState.COMPLETED && reply.size() > 2
                 ? Optional.of(codec.decode((byte[]) reply.get(2), scope.hash()))
                 : Optional.empty();
         boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));

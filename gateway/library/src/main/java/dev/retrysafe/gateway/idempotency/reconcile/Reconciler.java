@@ -1,0 +1,278 @@
+package dev.retrysafe.gateway.idempotency.reconcile;
+
+import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.operator.SettlementAudit;
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.DueLookup;
+import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.LookupResult;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Settles UNCERTAIN records of reconciling routes by asking their upstream, as the seed asks: "query the provider by
+ * that reference and reconcile the result; while there is no confirmation, keep it pending". The records to ask about
+ * are the fleet's ({@link ReconcileQueue}): every instance with a reconciling route takes its share of the due
+ * lookups, whichever instance saw the request, each under a claim, so two instances never both ask about one record
+ * and a dying one loses none. Found: the lookup's answer becomes the stored response (replayed with
+ * {@value #RECONCILED_HEADER}: true). Not found: the record is released, the client's retry is forwarded. Anything
+ * else: asked again later, the delay doubling up to a maximum. Each settlement is in the operators' audit log.
+ */
+public final class Reconciler implements DisposableBean, ApplicationListener<ContextClosedEvent>,
+        ApplicationContextAware, SmartLifecycle {
+    private static final Logger log = LoggerFactory.getLogger(Reconciler.class);
+    /** On a response completed from a lookup, and on every replay of it. */
+    public static final String RECONCILED_HEADER = "Idempotency-Reconciled";
+    static final String WHO = "reconciler";
+    static final int BATCH = 32;
+    /** Longest a lookup may take; a claim lasts longer, so that no other instance asks meanwhile. */
+    static final Duration LOOKUP_TIMEOUT = Duration.ofSeconds(5);
+    static final Duration CLAIM = LOOKUP_TIMEOUT.multipliedBy(3);
+
+    private final Optional<ReconcileQueue> queue;
+    private final WebClient http;
+    private final Duration interval;
+    private final Duration firstRetry;
+    private final Duration maxRetry;
+    private final Duration storeTimeout;
+    private final IdempotencyMetrics metrics;
+    private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
+    private final AtomicReference<Disposable> loop = new AtomicReference<>();
+    private final AtomicLong rounds = new AtomicLong();
+    private final AtomicLong lookups = new AtomicLong();
+    private volatile boolean closing;
+    private volatile boolean running = true;
+    private ApplicationContext context;
+
+    /**
+     * @param interval   how often this instance looks for due lookups
+     * @param firstRetry the delay after a lookup that told nothing; it doubles after each such lookup, up to
+     *                   {@code maxRetry}
+     * @param storeTimeout how long a claim or a settle may take: a Redis that does not answer holds no round longer
+     */
+    public Reconciler(Optional<ReconcileQueue> queue, WebClient http, Duration interval, Duration firstRetry,
+            Duration maxRetry, Duration storeTimeout, IdempotencyMetrics metrics) {
+        this.queue = queue;
+        this.http = http;
+        this.interval = interval;
+        this.firstRetry = firstRetry;
+        this.maxRetry = maxRetry;
+        this.storeTimeout = storeTimeout;
+        this.metrics = metrics;
+    }
+
+    /**
+     * What a route's lookups need to settle a record: its reconciliation, which headers may be stored, the largest
+     * body kept, and how long a found result is replayed.
+     */
+    public record RouteLookup(Reconciliation reconciliation, StorableHeaders storableHeaders, int maxStoredBytes,
+            Duration retention) {
+    }
+
+    /** A route that reconciles: the first one starts this instance's share of the lookups. */
+    public void reconcile(String routeId, RouteLookup route) {
+        routes.put(routeId, route);
+        metrics.reconciling(routeId);
+        if (queue.isEmpty()) {
+            log.warn("Route {} reconciles UNCERTAIN records but no ReconcileQueue is configured: an operator settles "
+                    + "them", routeId);
+            return;
+        }
+        startLooking();
+    }
+
+    private synchronized void startLooking() {
+        if (closing || !running || routes.isEmpty() || queue.isEmpty() || loop.get() != null) {
+            return;
+        }
+        loop.set(Flux.interval(interval, interval)
+                .onBackpressureDrop()
+                .concatMap(t -> reconcileDueNow(), 1)
+                .subscribe());
+    }
+
+    private synchronized void stopLooking() {
+        Disposable current = loop.getAndSet(null);
+        if (current != null) {
+            current.dispose();
+        }
+    }
+
+    /** One round: the due lookups are claimed, made, and their records settled. Emits how many were claimed. */
+    Mono<Integer> reconcileDueNow() {
+        if (closing || queue.isEmpty()) {
+            return Mono.just(0);
+        }
+        // Claims given up on may still be made in Redis: they lapse, and another round asks.
+        return StoreCall.within(storeTimeout, () -> queue.get().claimDue(BATCH, CLAIM).collectList())
+                .flatMapMany(Flux::fromIterable)
+                .flatMap(due -> lookUp(due).thenReturn(1), 8)
+                .reduce(0, Integer::sum)
+                .onErrorResume(e -> {
+                    if (!closing) {
+                        log.warn("Looking for due reconciliations failed: {}", e.toString());
+                    }
+                    return Mono.just(0);
+                })
+                .doFinally(signal -> rounds.incrementAndGet());
+    }
+
+    private Mono<Void> lookUp(DueLookup due) {
+        RouteLookup route = routes.get(due.routeId());
+        if (closing || route == null) {
+            // A route this instance does not have (yet): its claim lapses, an instance that has it asks.
+            return Mono.empty();
+        }
+        Optional<URI> url = url(due, route.reconciliation().template());
+        if (url.isEmpty()) {
+            return settle(due, route, new LookupResult.Failed(firstRetry, maxRetry), "failed");
+        }
+        lookups.incrementAndGet();
+        return http.get().uri(url.get())
+                .exchangeToMono(answer -> answer.bodyToMono(byte[].class).defaultIfEmpty(new byte[0])
+                        .map(body -> result(route, answer.statusCode().value(), headers(answer), body)))
+                .timeout(LOOKUP_TIMEOUT)
+                .onErrorResume(e -> {
+                    log.debug("Lookup of scope {} failed: {}", due.scopeHash(), e.toString());
+                    return Mono.just(new LookupResult.Failed(firstRetry, maxRetry));
+                })
+                .flatMap(result -> settle(due, route, result, outcome(result)));
+    }
+
+    private LookupResult result(RouteLookup route, int status, List<ResponseHeader> headers, byte[] body) {
+        Reconciliation reconciliation = route.reconciliation();
+        if (status == reconciliation.foundStatus()) {
+            List<ResponseHeader> stored = new ArrayList<>(route.storableHeaders().filter(headers));
+            stored.removeIf(header -> header.named(RECONCILED_HEADER));
+            stored.add(new ResponseHeader(RECONCILED_HEADER, "true"));
+            boolean omitted = body.length > route.maxStoredBytes();
+            return new LookupResult.Found(new StoredResponse(status, stored, omitted ? new byte[0] : body, omitted),
+                    route.retention(), "the upstream's lookup answered " + status + ": found, its answer is the result");
+        }
+        if (status == reconciliation.notFoundStatus()) {
+            return new LookupResult.NotFound("the upstream's lookup answered " + status
+                    + ": the request never reached it, released so that the client's retry is forwarded");
+        }
+        return new LookupResult.Failed(firstRetry, maxRetry);
+    }
+
+    private Mono<Void> settle(DueLookup due, RouteLookup route, LookupResult result, String outcome) {
+        // A settle given up on is a compare-and-set that may have run: if not, the claim lapses and it is asked again.
+        return StoreCall.within(storeTimeout, () -> queue.get().settle(due, result))
+                .doOnNext(done -> {
+                    if (!done) {
+                        log.debug("Scope {} was settled otherwise while its lookup ran", due.scopeHash());
+                        return;
+                    }
+                    metrics.reconciled(due.routeId(), outcome);
+                    if (result instanceof LookupResult.Found found) {
+                        SettlementAudit.settled(WHO, "complete", due.scopeHash(), "UNCERTAIN", found.reason());
+                    } else if (result instanceof LookupResult.NotFound notFound) {
+                        SettlementAudit.settled(WHO, "release", due.scopeHash(), "UNCERTAIN", notFound.reason());
+                    }
+                })
+                .onErrorResume(e -> {
+                    log.warn("Settling scope {} by its lookup failed: {}", due.scopeHash(), e.toString());
+                    return Mono.empty();
+                })
+                .then();
+    }
+
+    /** Only the route's upstream (scheme and authority, nothing of the record's own) and the template's path. */
+    private static Optional<URI> url(DueLookup due, LookupTemplate template) {
+        URI upstream;
+        try {
+            upstream = URI.create(due.upstream());
+        } catch (IllegalArgumentException e) {
+            return Optional.empty();
+        }
+        String scheme = upstream.getScheme();
+        if (upstream.getRawAuthority() == null || !("http".equals(scheme) || "https".equals(scheme))) {
+            log.debug("Not looking up scope {}: upstream {} is not a plain HTTP URI", due.scopeHash(), due.upstream());
+            return Optional.empty();
+        }
+        return template.expand(due.values()).map(path -> URI.create(scheme + "://" + upstream.getRawAuthority() + path));
+    }
+
+    private static List<ResponseHeader> headers(org.springframework.web.reactive.function.client.ClientResponse answer) {
+        List<ResponseHeader> headers = new ArrayList<>();
+        answer.headers().asHttpHeaders().forEach((name, values) -> values.forEach(
+                value -> headers.add(new ResponseHeader(name, value))));
+        return headers;
+    }
+
+    private static String outcome(LookupResult result) {
+        if (result instanceof LookupResult.Found) {
+            return "found";
+        }
+        return result instanceof LookupResult.NotFound ? "not-found" : "failed";
+    }
+
+    /** Rounds of looking for due lookups this instance has finished. */
+    public long rounds() {
+        return rounds.get();
+    }
+
+    /** Lookups this instance has sent to an upstream. */
+    public long lookups() {
+        return lookups.get();
+    }
+
+    @Override
+    public void start() {
+        running = true;
+        startLooking();
+    }
+
+    @Override
+    public void stop() {
+        running = false;
+        stopLooking();
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** The context is closing: lookups stop before the Redis client does; claims lapse back to the fleet. */
+    @Override
+    public void onApplicationEvent(ContextClosedEvent event) {
+        if (context == null || event.getApplicationContext() == context) {
+            destroy();
+        }
+    }
+
+    @Override
+    public void setApplicationContext(ApplicationContext applicationContext) {
+        this.context = applicationContext;
+    }
+
+    @Override
+    public void destroy() {
+        closing = true;
+        stop();
+    }
+}

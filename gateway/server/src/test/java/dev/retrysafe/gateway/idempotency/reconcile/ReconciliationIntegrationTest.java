@@ -1,0 +1,216 @@
+package dev.retrysafe.gateway.idempotency.reconcile;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
+import dev.retrysafe.gateway.support.Gateways;
+import dev.retrysafe.gateway.support.LookupUpstream;
+import dev.retrysafe.gateway.support.LookupUpstream.Answer;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.http.ResponseEntity;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Issue 22: an UNCERTAIN request (sent, the answer never came: the backend holds it past the gateway's response
+ * timeout) is looked up at the route's own upstream by the route's {@code reconcile-uri} once
+ * {@code reconcile-after} has passed, and settled by the answer: released when the backend never received it, so
+ * the retry is forwarded once; completed from the lookup when it did, and replayed saying so; left UNCERTAIN and
+ * asked again when the lookup tells nothing. Real sockets, a real Redis, whole gateways.
+ */
+class ReconciliationIntegrationTest {
+    static final Duration WAIT = Duration.ofSeconds(60);
+    static final String BY_KEY = "GET /merchants/by-idempotency-key/";
+    /** A Redis of each test's own: a record another test left UNCERTAIN must not be looked up here. */
+    final EmbeddedRedisServer redis = new EmbeddedRedisServer(0, Path.of("target/embedded-redis"));
+    final LookupUpstream upstream = new LookupUpstream();
+    ConfigurableApplicationContext gateway;
+    ConfigurableApplicationContext other;
+
+    @AfterEach
+    void stop() throws Exception {
+        for (ConfigurableApplicationContext context : new ConfigurableApplicationContext[] {other, gateway}) {
+            if (context != null) {
+                context.close();
+            }
+        }
+        upstream.close();
+        redis.stop();
+    }
+
+    /** A gateway whose route reconciles by {@code template}, its response timeout one second. */
+    ConfigurableApplicationContext gateway(String template, String after) {
+        String args = "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.";
+        Map<String, String> settings = new HashMap<>(Map.of(
+                "spring.data.redis.host", "127.0.0.1",
+                "spring.data.redis.port", String.valueOf(redis.port()),
+                "spring.cloud.gateway.server.webflux.httpclient.response-timeout", "1s",
+                "idempotency.record-counts.enabled", "false",
+                "idempotency.reconcile.interval", "50ms",
+                "idempotency.reconcile.retry-delay", "100ms",
+                "idempotency.reconcile.max-retry-delay", "200ms"));
+        settings.put(args + "reconcile-uri", template);
+        settings.put(args + "reconcile-after", after);
+        return Gateways.start("http://127.0.0.1:" + upstream.port(), settings);
+    }
+
+    @Test
+    void anUncertainRequestTheBackendNeverReceivedIsReleasedAndItsRetryForwardedOnce() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        AtomicInteger posts = new AtomicInteger();
+        upstream.answer(request -> {
+            if (request.startsWith(BY_KEY)) {
+                return Answer.json(404, "{\"error\":\"not_found\"}");
+            }
+            // The first POST is lost on its way (held, never answered); the retry is answered.
+            return posts.incrementAndGet() == 1 ? Answer.NONE
+                    : Answer.json(202, "{\"processId\":\"p-2\",\"status\":\"PENDING\"}");
+        });
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).as("outcome unknown").isEqualTo(504);
+        await(() -> reconciliations(gateway, "not-found") == 1);
+
+        ResponseEntity<String> retry = send(gateway, key);
+        assertThat(retry.getStatusCode().value()).isEqualTo(202);
+        assertThat(retry.getHeaders().getFirst("Idempotency-Replayed")).isNull();
+        assertThat(retry.getBody()).contains("p-2");
+        ResponseEntity<String> again = send(gateway, key);
+        assertThat(again.getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(again.getHeaders().getFirst("Idempotency-Reconciled")).isNull();
+        assertThat(upstream.received("POST /merchants")).as("the original and the retry, once").isEqualTo(2);
+        assertThat(upstream.received()).contains(BY_KEY + key);
+        assertThat(upstream.received(BY_KEY)).isEqualTo(1);
+    }
+
+    @Test
+    void anUncertainRequestTheBackendReceivedIsCompletedFromTheLookupAndReplayedAsReconciled() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\",\"merchantId\":\"m-1\"}";
+        upstream.answer(request -> request.startsWith(BY_KEY) ? Answer.json(200, found) : Answer.NONE);
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        ResponseEntity<String> replay = send(gateway, key);
+        assertThat(replay.getStatusCode().value()).isEqualTo(200);
+        assertThat(replay.getHeaders().getFirst("Idempotency-Replayed")).isEqualTo("true");
+        assertThat(replay.getHeaders().getFirst("Idempotency-Reconciled")).isEqualTo("true");
+        assertThat(replay.getHeaders().getFirst("Content-Type")).isEqualTo("application/json");
+        assertThat(replay.getBody()).isEqualTo(found);
+        assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
+    @Test
+    void noLookupIsMadeBeforeReconcileAfter() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "1h");
+        upstream.answer(request -> request.startsWith(BY_KEY) ? Answer.json(404, "{}") : Answer.NONE);
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        Reconciler reconciler = gateway.getBean(Reconciler.class);
+        long uncertainAt = reconciler.rounds();
+        await(() -> reconciler.rounds() >= uncertainAt + 40);
+
+        assertThat(upstream.received(BY_KEY)).as("40 rounds of looking for due lookups, none due").isZero();
+        assertThat(gateway.getBean(MeterRegistry.class).find("idempotency.reconciliations").counters())
+                .as("the route's counters are there from its start, at 0").hasSize(3)
+                .allSatisfy(counter -> assertThat(counter.count()).isZero());
+        assertThat(reconciler.lookups()).isZero();
+        assertThat(send(gateway, key).getStatusCode().value()).as("still UNCERTAIN").isEqualTo(409);
+    }
+
+    @Test
+    void aLookupAnswering500LeavesTheRecordUncertainAndIsAskedAgain() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        AtomicInteger lookups = new AtomicInteger();
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\"}";
+        upstream.answer(request -> !request.startsWith(BY_KEY) ? Answer.NONE
+                : lookups.incrementAndGet() <= 2 ? Answer.json(500, "{\"error\":\"busy\"}") : Answer.json(200, found));
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "failed") >= 1);
+        assertThat(send(gateway, key).getStatusCode().value()).as("still UNCERTAIN after a 500").isEqualTo(409);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        assertThat(reconciliations(gateway, "failed")).isEqualTo(2);
+        assertThat(upstream.received(BY_KEY)).isEqualTo(3);
+        assertThat(send(gateway, key).getBody()).isEqualTo(found);
+        assertThat(upstream.received("POST /merchants")).isEqualTo(1);
+    }
+
+    @Test
+    void aHostileBodyValueStaysInItsPathSegmentOfTheRoutesOwnUpstream() {
+        gateway = gateway("/merchants/by-tax-id/{body:/taxId}", "300ms");
+        upstream.answer(request -> request.startsWith("GET ") ? Answer.json(404, "{}") : Answer.NONE);
+        String hostile = "../../admin?role=root#x http://evil.example/%2e%2e/ü";
+
+        ResponseEntity<String> first = Gateways.client(gateway).post().uri("/merchants")
+                .header("Idempotency-Key", UUID.randomUUID().toString()).header("Content-Type", "application/json")
+                .bodyValue("{\"legalName\":\"ACME\",\"taxId\":\"" + hostile + "\"}")
+                .exchangeToMono(r -> r.toEntity(String.class)).block(WAIT);
+        assertThat(first.getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "not-found") == 1);
+
+        assertThat(upstream.received()).containsExactly("POST /merchants", "GET /merchants/by-tax-id/"
+                + "..%2F..%2Fadmin%3Frole%3Droot%23x%20http%3A%2F%2Fevil.example%2F%252e%252e%2F%C3%BC");
+    }
+
+    @Test
+    void twoInstancesMakeExactlyOneLookupPerDueRecord() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        other = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        // Each lookup takes several of the instances' rounds (50 ms): both see the record due while one asks.
+        upstream.answer(request -> request.startsWith(BY_KEY)
+                ? Answer.json(404, "{}").after(Duration.ofMillis(500)) : Answer.NONE);
+        List<String> keys = Flux.range(0, 6).map(i -> UUID.randomUUID().toString()).collectList().block();
+
+        Flux.fromIterable(keys).index()
+                .flatMap(key -> sending(key.getT1() % 2 == 0 ? gateway : other, key.getT2()), 6)
+                .collectList().block(WAIT);
+        await(() -> reconciliations(gateway, "not-found") + reconciliations(other, "not-found") == keys.size());
+
+        for (String key : keys) {
+            assertThat(upstream.received().stream().filter((BY_KEY + key)::equals)).as("one lookup of " + key)
+                    .hasSize(1);
+        }
+        assertThat(reconciliations(gateway, "failed") + reconciliations(other, "failed")).isZero();
+    }
+
+    static ResponseEntity<String> send(ConfigurableApplicationContext gateway, String key) {
+        return sending(gateway, key).block(WAIT);
+    }
+
+    static Mono<ResponseEntity<String>> sending(ConfigurableApplicationContext gateway, String key) {
+        return Gateways.client(gateway).post().uri("/merchants").header("Idempotency-Key", key)
+                .header("Content-Type", "application/json")
+                .bodyValue("{\"legalName\":\"ACME\",\"taxId\":\"ACME1234\"}")
+                .exchangeToMono(r -> r.toEntity(String.class));
+    }
+
+    static double reconciliations(ConfigurableApplicationContext gateway, String outcome) {
+        Counter counter = gateway.getBean(MeterRegistry.class).find("idempotency.reconciliations")
+                .tags("route", "onboarding", "outcome", outcome).counter();
+        return counter == null ? 0 : counter.count();
+    }
+
+    /** Polls the condition (bounded); never a sleep in its place. */
+    static void await(BooleanSupplier condition) {
+        Flux.interval(Duration.ofMillis(20)).onBackpressureDrop().filter(t -> condition.getAsBoolean()).next()
+                .block(WAIT);
+    }
+}
