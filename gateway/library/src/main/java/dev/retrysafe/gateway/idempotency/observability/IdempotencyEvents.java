@@ -89,9 +89,9 @@ public final class IdempotencyEvents implements ProcessEndEvents {
 
     public void storeLost(IdempotencyScope scope, int status, Throwable error) {
         // Not "not stored": the last attempt may have run and only its answer be missing (a failover under way).
-        log.error("LOST: response (status {}) for scope {}: no attempt to store it was confirmed ({}). If none ran, "
-                + "the record stays in flight until its lease lapses, then becomes UNCERTAIN.", status, scope.hash(),
-                error.toString());
+        log.error("LOST: response (status {}) for scope {}: no attempt to store it was confirmed while the record "
+                + "could exist ({}). If none ran, the record stays in flight until its lease lapses, then becomes "
+                + "UNCERTAIN.", status, scope.hash(), error.toString());
         increment("store-lost", scope);
     }
 
