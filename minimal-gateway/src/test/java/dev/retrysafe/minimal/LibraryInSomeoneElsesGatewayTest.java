@@ -9,11 +9,7 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import java.io.File;
-import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -28,7 +24,6 @@ import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.util.ClassUtils;
 import redis.embedded.RedisServer;
-import redis.embedded.core.ExecutableProvider;
 
 /**
  * The filter added as a library to a bare Spring Cloud Gateway application, as a platform team would: it guards
@@ -38,30 +33,10 @@ import redis.embedded.core.ExecutableProvider;
 @SpringBootTest(classes = MinimalGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class LibraryInSomeoneElsesGatewayTest {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
-    // The application's own Redis, as a platform team runs one: the library starts none.
-    static final RedisServer redis = startRedis();
+    static final RedisServer redis = LocalRedis.start();
 
     static {
         upstream.start();
-    }
-
-    private static RedisServer startRedis() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            int port = socket.getLocalPort();
-            socket.close();
-            ExecutableProvider executable;
-            try {
-                executable = ExecutableProvider.newExecutableInPath("redis-server");
-            } catch (FileNotFoundException notOnPath) {
-                executable = ExecutableProvider.newJarResourceProvider(new File("target/embedded-redis"));
-            }
-            RedisServer server = RedisServer.newRedisServer().executableProvider(executable).bind("127.0.0.1")
-                    .port(port).setting("save \"\"").setting("appendonly no").build();
-            server.start();
-            return server;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 
     @LocalServerPort

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.config;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
+import dev.retrysafe.gateway.idempotency.filter.UnguardedGatewayWarning;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.observability.MeteredIdempotencyStore;
@@ -100,6 +101,12 @@ public class IdempotencyFilterAutoConfiguration {
                 Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
                 Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout),
                 Optional.of(reconciler));
+    }
+
+    /** One WARN when the gateway has no route using the filter: it would forward every write unguarded. */
+    @Bean
+    UnguardedGatewayWarning idempotencyUnguardedGatewayWarning() {
+        return new UnguardedGatewayWarning();
     }
 
     static RouteDefaults routeDefaults(IdempotencyProperties p) {
