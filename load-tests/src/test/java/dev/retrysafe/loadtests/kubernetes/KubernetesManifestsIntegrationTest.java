@@ -52,6 +52,7 @@ class KubernetesManifestsIntegrationTest {
     private static final Path JAR_DIR = KubernetesSet.ROOT.resolve("gateway/server/target");
     private static final String OPERATOR_PASSWORD = "kube-test-operator";
     private static final Duration STARTUP = Duration.ofSeconds(180);
+    private static final Duration UPSTREAM_SLOWNESS = Duration.ofSeconds(8);
 
     private final KubernetesSet set = KubernetesSet.read();
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
@@ -213,7 +214,10 @@ class KubernetesManifestsIntegrationTest {
         int port = set.containerPort(set.containerPorts().get("http"));
         await(() -> !pod.listening(port), "the gateway stopped taking connections");
         assertThat(pod.process().isAlive()).as("still answering what it holds").isTrue();
-        release.countDown();
+        // The slow upstream answers well after shutdown began: later than the 3 s Reactor Netty leaves open
+        // connections when shutdown is immediate, within the graceful phase timeout.
+        CompletableFuture.runAsync(release::countDown, CompletableFuture.delayedExecutor(
+                UPSTREAM_SLOWNESS.toMillis(), TimeUnit.MILLISECONDS));
 
         for (CompletableFuture<HttpResponse<String>> answer : answers) {
             HttpResponse<String> response = answer.get(120, TimeUnit.SECONDS); // a reset fails here
