@@ -310,7 +310,6 @@ class KubernetesManifestsIntegrationTest {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("not within " + STARTUP + ": " + what);
             }
-            Thread.onSpinWait();
             TimeUnit.MILLISECONDS.sleep(50); // poll interval of a bounded wait on the condition
         }
     }
