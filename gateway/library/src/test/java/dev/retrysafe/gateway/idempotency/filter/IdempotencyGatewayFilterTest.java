@@ -716,14 +716,16 @@ class IdempotencyGatewayFilterTest {
     @Test
     void aReleaseIsStillTriedOnceTheLeaseHasEnded() {
         // Redis away for longer than the lease: given up at the lease's end, the never-sent request's record would
-        // lapse to UNCERTAIN ("outcome unknown" for every retry). The store refuses for four leases here.
-        Duration lease = Duration.ofMillis(300);
+        // lapse to UNCERTAIN ("outcome unknown" for every retry). The store refuses for three leases here. (The
+        // lease stays well above the settle deadline, 3 x 100 ms, that the client's answer waits for the release:
+        // the stall watchdog, one lease, must not fire first.)
+        Duration lease = Duration.ofSeconds(1);
         AtomicLong refusingUntil = new AtomicLong();
         AtomicInteger refusals = new AtomicInteger();
         GatewayFilter filter = factory(defaults(false, Duration.ofMillis(100)), new ForwardingStore(store) {
             @Override
             public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-                refusingUntil.compareAndSet(0, System.nanoTime() + lease.multipliedBy(4).toNanos());
+                refusingUntil.compareAndSet(0, System.nanoTime() + lease.multipliedBy(3).toNanos());
                 if (System.nanoTime() - refusingUntil.get() < 0) {
                     refusals.incrementAndGet();
                     return Mono.error(new IllegalStateException("Redis is away"));
@@ -736,7 +738,7 @@ class IdempotencyGatewayFilterTest {
         filter.filter(busy, upstream).block(WAIT);
         assertThat(busy.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(503));
 
-        awaitRecord(record -> record.isEmpty(), "released once the store answers, four leases later");
+        awaitRecord(record -> record.isEmpty(), "released once the store answers, three leases later");
         assertThat(refusals.get()).isGreaterThan(1);
     }
 
