@@ -81,12 +81,12 @@ final class ReservationLoop {
      * A reserve given up (its answer too late, or none) may still have run in Redis, or run later: a record with
      * an owner nobody holds, which would refuse every retry until its lease lapsed and then call it "outcome
      * unknown" although nothing was sent. So it is released with this request's owner token, in the background
-     * (the client has its 503 at once), until Redis answers or the lease it may hold has ended. A reserve the
+     * (the client has its 503 at once), until Redis answers or {@link RoutePolicy#givenUpReleaseSpan()}. A reserve the
      * client refused before sending it ({@link StoreCallNotSent}: while Redis is away, every request) has nothing to
      * undo, and would only add a retrying release per refused request.
      */
     private void releaseGivenUp() {
-        StoreCall.retriedFor(policy.inFlightLease(), policy.storeTimeout(), () -> store.release(scope, owner))
+        StoreCall.retriedFor(policy.givenUpReleaseSpan(), policy.storeTimeout(), () -> store.release(scope, owner))
                 .subscribe(result -> log.debug("Reservation given up for scope {} released: {}", scope.hash(),
                         result), e -> log.warn("Reservation given up for scope {} could not be released ({}); if "
                                 + "it was made, it lapses after {}", scope.hash(), e.toString(),

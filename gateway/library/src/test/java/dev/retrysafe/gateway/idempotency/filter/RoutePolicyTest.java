@@ -54,6 +54,17 @@ class RoutePolicyTest {
     }
 
     @Test
+    void aGivenUpReserveIsReleasedForTheLeaseButAtLeastTenSettleDeadlines() {
+        assertThat(new Builder().build().givenUpReleaseSpan()).as("60 s lease, 3 s settle deadline")
+                .isEqualTo(Duration.ofSeconds(60));
+        Builder shortLease = new Builder();
+        shortLease.inFlightLease = Duration.ofSeconds(2);
+        shortLease.storeTimeout = Duration.ofMillis(300);
+        assertThat(shortLease.build().givenUpReleaseSpan()).as("2 s lease, 0.9 s settle deadline")
+                .isEqualTo(Duration.ofSeconds(9));
+    }
+
+    @Test
     void acceptsTheBoundaryValues() {
         Builder b = new Builder();
         b.replayStatus = 299;
