@@ -53,11 +53,13 @@ final class OperatorConsole {
 
     private final RecordInspector inspector;
     private final IdempotencyOperatorEndpoint endpoint;
+    private final ConsolePages pages;
     private final Clock clock;
 
-    OperatorConsole(RecordInspector inspector, IdempotencyOperatorEndpoint endpoint, Clock clock) {
+    OperatorConsole(RecordInspector inspector, IdempotencyOperatorEndpoint endpoint, ConsolePages pages, Clock clock) {
         this.inspector = inspector;
         this.endpoint = endpoint;
+        this.pages = pages;
         this.clock = clock;
     }
 
@@ -89,7 +91,7 @@ final class OperatorConsole {
                         + ": the client's next retry with its key is forwarded to the upstream."))
                 : Optional.empty();
         return Mono.zip(session(request), inspector.list(filter).collectList().timeout(TIMEOUT))
-                .flatMap(both -> html(HttpStatus.OK, ConsolePages.list(base(request), both.getT1(), shown,
+                .flatMap(both -> html(HttpStatus.OK, pages.list(base(request), both.getT1(), shown,
                         both.getT2(), LIMIT, clock.instant(), notice)))
                 .onErrorResume(e -> storeUnavailable(request, shown, "list the records", e));
     }
@@ -102,13 +104,13 @@ final class OperatorConsole {
         log.warn("Operator console could not {}: {}", what, e.toString());
         Notice notice = new Notice(true, "The idempotency store did not answer within " + TIMEOUT.toSeconds()
                 + " s, so the console could not " + what + ". Nothing was changed; try again in a moment.");
-        return session(request).flatMap(session -> html(HttpStatus.SERVICE_UNAVAILABLE, ConsolePages.list(
+        return session(request).flatMap(session -> html(HttpStatus.SERVICE_UNAVAILABLE, pages.list(
                 base(request), session, shown, List.of(), LIMIT, clock.instant(), Optional.of(notice))));
     }
 
     private Mono<ServerResponse> login(ServerRequest request) {
         return csrf(request).map(Optional::of).defaultIfEmpty(Optional.empty())
-                .flatMap(csrf -> html(HttpStatus.OK, ConsolePages.login(base(request), csrf,
+                .flatMap(csrf -> html(HttpStatus.OK, pages.login(base(request), csrf,
                         request.queryParam("error").isPresent(), request.queryParam("logout").isPresent())));
     }
 
@@ -130,7 +132,7 @@ final class OperatorConsole {
             }
             if (problem != null) {
                 Notice notice = new Notice(true, problem);
-                return session(request).flatMap(session -> html(HttpStatus.BAD_REQUEST, ConsolePages.list(
+                return session(request).flatMap(session -> html(HttpStatus.BAD_REQUEST, pages.list(
                         base(request), session, new ListFilter("", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS),
                         List.of(), LIMIT, clock.instant(), Optional.of(notice))));
             }
@@ -152,7 +154,7 @@ final class OperatorConsole {
                 .defaultIfEmpty(Optional.empty());
         return Mono.zip(session(request), view).flatMap(both -> html(
                 both.getT2().isEmpty() && status == HttpStatus.OK ? HttpStatus.NOT_FOUND : status,
-                ConsolePages.detail(base(request), both.getT1(), scopeHash, both.getT2().orElse(null),
+                pages.detail(base(request), both.getT1(), scopeHash, both.getT2().orElse(null),
                         clock.instant(), notice, form)))
                 .onErrorResume(e -> storeUnavailable(request,
                         new ListFilter("", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS),

@@ -25,6 +25,7 @@ public class OperatorConsoleConfiguration {
     @Bean
     RouterFunction<ServerResponse> idempotencyOperatorConsole(RecordInspector inspector,
             IdempotencyOperatorEndpoint endpoint) {
-        return new OperatorConsole(inspector, endpoint, Clock.systemUTC()).routes();
+        return new OperatorConsole(inspector, endpoint, new ConsolePages(ConsolePages.compiler()), Clock.systemUTC())
+                .routes();
     }
 }
