@@ -9,15 +9,20 @@
 -- When the response names an unfinished process, its first status poll is queued in the same step, in the pending
 -- processes of the record's slot, where any gateway instance of the fleet finds it: the instance that stored the 202
 -- may die at any moment after this script.
+-- On a single Redis (and Sentinel) the same step also links the process to the record and brings the fleet's
+-- directory of slots forward (KEYS[6], KEYS[7]): a tracked 202 costs one call, like an untracked one. On a Cluster
+-- those two keys live in other slots than the record, so the caller writes them in calls of their own.
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot (sorted set: scope hash by next poll time)
 -- KEYS[3] IN_FLIGHT index   KEYS[4] UNCERTAIN index of the record's slot: a settled record leaves them
 -- KEYS[5] the owners released from the scope (hash: owner token -> how)
+-- KEYS[6] the process directory (sorted set: slot tag by time to look next), KEYS[7] the process link (string):
+-- both optional, given together
 -- ARGV[1] owner token   ARGV[2] encoded response   ARGV[3] status
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
 -- ARGV[8] '1' to SPUBLISH the wake-up
 -- ARGV[9] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
--- ARGV[10] first status poll delay in ms
+-- ARGV[10] first status poll delay in ms   ARGV[11] the record's slot tag (its entry in the directory)
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store,
 -- -1 fenced: an operator released the record from this owner, nothing written.
 local t = redis.call('TIME')
@@ -50,7 +55,16 @@ redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('ZREM', KEYS[4], ARGV[7])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[10])
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[10]), ARGV[7])
+  local due = now + tonumber(ARGV[10])
+  redis.call('ZADD', KEYS[2], due, ARGV[7])
+  if KEYS[7] then
+    -- As the directory's 'sooner' (idempotency_process_slots.lua): only ever brings the slot forward.
+    local listed = redis.call('ZSCORE', KEYS[6], ARGV[11])
+    if not listed or tonumber(listed) > due then
+      redis.call('ZADD', KEYS[6], due, ARGV[11])
+    end
+    redis.call('SET', KEYS[7], ARGV[7], 'PX', ARGV[4])
+  end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if current[3] then

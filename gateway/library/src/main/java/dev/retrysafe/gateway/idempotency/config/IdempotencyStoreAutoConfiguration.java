@@ -135,7 +135,8 @@ public class IdempotencyStoreAutoConfiguration {
         return new RedisIdempotencyStore(bytesTemplate(connections.connections()), wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
-                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),
+                connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware());
     }
 
     /** The fleet's pending processes, beside the Redis store that queues them with each 202. */

@@ -11,7 +11,6 @@ import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
-import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LookupValues;
@@ -58,20 +57,18 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private final GatewayResponses responses;
     private final Clock clock;
     private final IdempotencyEvents events;
-    private final ProcessWatcher processes;
     private final LeaseRenewals leases;
     private final RequestReports reports;
     private final Optional<Duration> responseTimeout;
 
     public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
-            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, RequestReports reports,
+            IdempotencyEvents events, LeaseRenewals leases, RequestReports reports,
             Optional<Duration> responseTimeout) {
         this.policy = policy;
         this.store = store;
         this.tenants = tenants;
         this.clock = clock;
         this.events = events;
-        this.processes = processes;
         this.leases = leases;
         this.reports = reports;
         this.responseTimeout = responseTimeout;
@@ -236,7 +233,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         RequestReport report = request.report();
         if (answer instanceof Answer.Forward) {
             return new UpstreamExchange(exchange, request.scope(), request.owner(), request.fingerprint(),
-                    request.body(), request.upstream(), report, policy, store, events, processes, leases, responses)
+                    request.body(), request.upstream(), report, policy, store, events, leases, responses)
                     .send(request.chain(), stallLimits(exchange));
         }
         if (answer instanceof Answer.Replay replay) {

@@ -107,7 +107,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                         policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
             });
         }
-        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, processes, leases, reports,
+        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, leases, reports,
                 responseTimeout);
     }
 

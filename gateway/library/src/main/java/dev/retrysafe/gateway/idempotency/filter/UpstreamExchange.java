@@ -8,7 +8,6 @@ import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
-import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -69,7 +68,6 @@ final class UpstreamExchange {
     private final RoutePolicy policy;
     private final IdempotencyStore store;
     private final IdempotencyEvents events;
-    private final ProcessWatcher processes;
     private final LeaseRenewals leases;
     private final GatewayResponses responses;
     private final AtomicReference<State> state = new AtomicReference<>(State.RESERVED);
@@ -80,7 +78,7 @@ final class UpstreamExchange {
 
     UpstreamExchange(ServerWebExchange exchange, IdempotencyScope scope, OwnerToken owner, Fingerprint fingerprint,
             byte[] body, String upstream, RequestReport report, RoutePolicy policy, IdempotencyStore store,
-            IdempotencyEvents events, ProcessWatcher processes, LeaseRenewals leases, GatewayResponses responses) {
+            IdempotencyEvents events, LeaseRenewals leases, GatewayResponses responses) {
         this.exchange = exchange;
         this.scope = scope;
         this.owner = owner;
@@ -91,7 +89,6 @@ final class UpstreamExchange {
         this.policy = policy;
         this.store = store;
         this.events = events;
-        this.processes = processes;
         this.leases = leases;
         this.responses = responses;
     }
@@ -325,28 +322,11 @@ final class UpstreamExchange {
         // is held meanwhile: only exchanges under way when Redis went away retry, each a bounded body.
         return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(), () -> store.complete(completion))
                 .doOnNext(result -> events.stored(scope, status, result))
-                .flatMap(result -> result.stored() && unfinishedProcess.isPresent()
-                        ? linkProcess(unfinishedProcess.get(), tracking.get()).thenReturn(result)
-                        : Mono.just(result))
                 .onErrorResume(e -> {
                     events.storeLost(scope, status, e);
                     return Mono.just(CompletionResult.NOT_OWNER);
                 })
                 .then();
-    }
-
-    /**
-     * Bounded like every store call: the client's answer waits for the exchange to be settled, and a link that
-     * never came back held it for good. Without the link the process's end is still seen by polling.
-     */
-    private Mono<Void> linkProcess(String processId, ProcessTracking tracking) {
-        return StoreCall.within(policy.storeTimeout(),
-                        () -> processes.watch(scope, processId, tracking, upstream, policy.retention()))
-                .onErrorResume(e -> {
-                    log.warn("Process {} of scope {} could not be linked to its record ({}): its end is seen by "
-                            + "polling, not by a status read", processId, scope.hash(), e.toString());
-                    return Mono.empty();
-                });
     }
 
     /**

@@ -60,11 +60,6 @@ public final class MeteredIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-        return store.linkProcess(routeId, processId, scope, ttl);
-    }
-
-    @Override
     public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
         return store.processEnded(routeId, processId, terminalValue, retention);
     }

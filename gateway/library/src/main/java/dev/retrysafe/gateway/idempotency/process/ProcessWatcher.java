@@ -3,7 +3,6 @@ package dev.retrysafe.gateway.idempotency.process;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
-import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import java.time.Duration;
 import java.util.Map;
@@ -125,15 +124,6 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     @Override
     public boolean isRunning() {
         return running;
-    }
-
-    /**
-     * Links the process to its record, so that a status read through any gateway can end it. Polling needs nothing
-     * here: the store queued the process with the 202.
-     */
-    public Mono<Void> watch(IdempotencyScope scope, String processId, ProcessTracking tracking, String upstream,
-            Duration retention) {
-        return store.linkProcess(scope.routeId(), processId, scope, tracking.maxRetention());
     }
 
     /** A status response for the process went through the gateway. */

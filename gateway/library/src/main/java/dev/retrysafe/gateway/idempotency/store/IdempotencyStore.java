@@ -24,7 +24,9 @@ public interface IdempotencyStore {
 
     /**
      * Stores the final response if the owner still holds the reservation (or the record vanished, unless an operator
-     * released it).
+     * released it). A response that names an unfinished process ({@link Completion#processId()}) queues the process
+     * for its status polls and links it to the record, so that a status read through any gateway can end it
+     * ({@link #processEnded}): the link lives as long as the record ({@link Completion#ttl()}).
      */
     Mono<CompletionResult> complete(Completion completion);
 
@@ -39,9 +41,6 @@ public interface IdempotencyStore {
      * owner's record that turned UNCERTAIN when its lease lapsed. Emits what it did.
      */
     Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
-
-    /** Remembers which record a process id belongs to, so that its end can be recorded from anywhere. */
-    Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl);
 
     /** Records that a linked process ended: from now on the record lives {@code retention}. */
     Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention);

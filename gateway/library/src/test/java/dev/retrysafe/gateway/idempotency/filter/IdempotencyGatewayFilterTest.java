@@ -525,26 +525,11 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
-    void aProcessLinkThatNeverComesBackDoesNotHoldTheClientsAnswer() {
-        // The link is the last store call before the client's answer completes: bounded by store-timeout like the
-        // others, or one Redis reply that never came held the answer for good.
-        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
-        config.setProcessStatusUri("/processes/{processId}");
-        GatewayFilter filter = factory(defaults(false), new LinkNeverAnswers(store)).apply(config);
-        MockServerWebExchange exchange = exchange(keyed().body(BODY));
-        filter.filter(exchange, upstream).block(WAIT);
-
-        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
-        assertThat(body(exchange)).isEqualTo(ACCEPTED);
-        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
-    }
-
-    @Test
-    void aTrackedAnswerReachesTheClientOnlyOnceItsProcessLinkIsStored() throws Exception {
+    void aTrackedAnswerReachesTheClientOnlyOnceItsRecordAndProcessLinkAreStored() throws Exception {
         // A client that has the 202's last byte may read the process's status at once: the link must exist then, or
-        // that read is not seen as the process's end.
+        // that read is not seen as the process's end. The store links the process in the step that stores the 202.
         List<String> order = new CopyOnWriteArrayList<>();
-        LinkHeldUntilLetGo links = new LinkHeldUntilLetGo(store, order);
+        CompleteHeldUntilLetGo links = new CompleteHeldUntilLetGo(store, order);
         MockServerWebExchange exchange = exchange(keyed().body(BODY));
         StringBuilder received = new StringBuilder();
         exchange.getResponse().setWriteHandler(body -> body
@@ -561,9 +546,11 @@ class IdempotencyGatewayFilterTest {
         links.letGo.tryEmitEmpty();
         answered.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
 
-        assertThat(order).containsExactly("link asked", "link stored", "client has the last byte");
+        assertThat(order).containsExactly("store asked", "stored", "client has the last byte");
         assertThat(received).hasToString(ACCEPTED);
         assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(202));
+        assertThat(store.processEnded("r", "p-1", "COMPLETED", Duration.ofHours(1)).block(WAIT))
+                .as("the process was linked with the record").isTrue();
     }
 
     @Test
@@ -585,16 +572,23 @@ class IdempotencyGatewayFilterTest {
     }
 
     @Test
-    void anUntrackedAnswerIsNotHeldForItsRecord() {
+    void anUntrackedAnswerIsNotHeldForItsRecord() throws Exception {
         List<String> order = new CopyOnWriteArrayList<>();
-        LinkHeldUntilLetGo links = new LinkHeldUntilLetGo(store, order);
+        CompleteHeldUntilLetGo held = new CompleteHeldUntilLetGo(store, order);
         MockServerWebExchange exchange = exchange(keyed().body(BODY));
         exchange.getResponse().setWriteHandler(body -> body.doOnNext(DataBufferUtils::release)
                 .doOnComplete(() -> order.add("client has the last byte")).then());
-        factory(defaults(false), links).apply(new IdempotencyGatewayFilterFactory.Config()).filter(exchange, upstream)
-                .block(WAIT);
+        CompletableFuture<Void> answered = factory(defaults(false), held)
+                .apply(new IdempotencyGatewayFilterFactory.Config()).filter(exchange, upstream).toFuture();
 
-        assertThat(order).containsExactly("client has the last byte");
+        held.asked.asMono().block(WAIT);
+        Flux.interval(Duration.ofMillis(10)).filter(tick -> order.contains("client has the last byte")).next()
+                .block(WAIT);
+        held.letGo.tryEmitEmpty();
+        answered.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+
+        assertThat(order).as("the client had its answer while the record's write was held")
+                .containsExactlyInAnyOrder("store asked", "client has the last byte", "stored").endsWith("stored");
         assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.COMPLETED);
     }
 
@@ -976,25 +970,25 @@ class IdempotencyGatewayFilterTest {
         return config;
     }
 
-    /** The in-memory store whose process links wait until the test lets them go; the order of events is noted. */
-    static final class LinkHeldUntilLetGo extends ForwardingStore {
+    /** The in-memory store whose record writes wait until the test lets them go; the order of events is noted. */
+    static final class CompleteHeldUntilLetGo extends ForwardingStore {
         final Sinks.Empty<Void> asked = Sinks.empty();
         final Sinks.Empty<Void> letGo = Sinks.empty();
         private final List<String> order;
 
-        LinkHeldUntilLetGo(IdempotencyStore delegate, List<String> order) {
+        CompleteHeldUntilLetGo(IdempotencyStore delegate, List<String> order) {
             super(delegate);
             this.order = order;
         }
 
         @Override
-        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
+        public Mono<CompletionResult> complete(Completion completion) {
             return Mono.defer(() -> {
-                order.add("link asked");
+                order.add("store asked");
                 asked.tryEmitEmpty();
                 return letGo.asMono();
-            }).then(delegate.linkProcess(routeId, processId, scope, ttl))
-                    .doOnSuccess(stored -> order.add("link stored"));
+            }).then(delegate.complete(completion))
+                    .doOnSuccess(stored -> order.add("stored"));
         }
     }
 
@@ -1006,18 +1000,6 @@ class IdempotencyGatewayFilterTest {
 
         @Override
         public Mono<CompletionResult> complete(Completion completion) {
-            return Mono.never();
-        }
-    }
-
-    /** The in-memory store whose process links never get an answer (a Redis reply that never comes). */
-    static final class LinkNeverAnswers extends ForwardingStore {
-        LinkNeverAnswers(IdempotencyStore delegate) {
-            super(delegate);
-        }
-
-        @Override
-        public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
             return Mono.never();
         }
     }

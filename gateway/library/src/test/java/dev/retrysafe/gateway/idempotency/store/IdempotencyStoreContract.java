@@ -540,12 +540,11 @@ public abstract class IdempotencyStoreContract {
     // ---- processes
 
     @Test
-    void aLinkedProcessEndsOnceAndTheReplaySaysSo() {
+    void aProcessStartedByAStoredResponseIsLinkedInTheSameStepAndEndsOnce() {
         OwnerToken owner = OwnerToken.random();
         String processId = "p-" + UUID.randomUUID();
         reserve(FP, owner);
         completeStartingProcess(owner, processId, RETENTION);
-        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
         assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
 
         assertThat(store().processEnded("another-route", processId, "COMPLETED", RETENTION).block(WAIT))
@@ -570,9 +569,18 @@ public abstract class IdempotencyStoreContract {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
         complete(owner, response("no process"));
-        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
         assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT))
                 .as("the record started no process").isFalse();
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+
+        IdempotencyScope other = newScope();
+        OwnerToken otherOwner = OwnerToken.random();
+        assertThat(store().reserve(new ReservationRequest(other, FP, otherOwner, LEASE, RETENTION, UPSTREAM, false,
+                false, "POST", "/merchants", Optional.empty())).block(WAIT)).isInstanceOf(Reservation.Reserved.class);
+        assertThat(store().complete(new Completion(other, otherOwner, FP, UPSTREAM, response("accepted"), RETENTION,
+                Optional.of("p-other"))).block(WAIT)).isEqualTo(CompletionResult.STORED);
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT))
+                .as("another record's process is not this one").isFalse();
         assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
     }
 
@@ -717,7 +725,6 @@ public abstract class IdempotencyStoreContract {
         String processId = "p-" + UUID.randomUUID();
         reserve(FP, owner);
         completeStartingProcess(owner, processId, RETENTION);
-        store().linkProcess(scope.routeId(), processId, scope, RETENTION).block(WAIT);
         assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", SHORT).block(WAIT)).isTrue();
         letMoreThan(SHORT);
 
@@ -726,16 +733,15 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
-    void aProcessLinkLivesItsTtl() {
+    void aProcessLinkLivesAsLongAsItsRecord() {
         OwnerToken owner = OwnerToken.random();
         String processId = "p-" + UUID.randomUUID();
         reserve(FP, owner);
-        completeStartingProcess(owner, processId, RETENTION);
-        store().linkProcess(scope.routeId(), processId, scope, SHORT).block(WAIT);
+        completeStartingProcess(owner, processId, SHORT);
         letMoreThan(SHORT);
 
         assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", RETENTION).block(WAIT)).isFalse();
-        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).isFalse();
+        assertFree();
     }
 
     // ---- the fleet's queue of pending processes

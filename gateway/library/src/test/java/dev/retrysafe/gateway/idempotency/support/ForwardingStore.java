@@ -44,11 +44,6 @@ public class ForwardingStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-        return delegate.linkProcess(routeId, processId, scope, ttl);
-    }
-
-    @Override
     public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
         return delegate.processEnded(routeId, processId, terminalValue, retention);
     }

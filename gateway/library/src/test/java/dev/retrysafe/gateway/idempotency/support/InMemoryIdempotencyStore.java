@@ -219,6 +219,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 entry.processState = PROCESS_PENDING;
                 entry.pollDelay = millis(firstProcessPoll);
                 pendingProcesses.put(hash, now + entry.pollDelay);
+                // SET ... PX ttl in the same step: the link's own expiry, not clamped like the record's.
+                processLinks.put(processKey(c.scope().routeId(), entry.processId),
+                        new Expiring(hash, now + c.ttl().toMillis()));
             }
             entry.expiresAt = now + millis(c.ttl());
             wakeUps.add(hash);
@@ -383,16 +386,6 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     /** When the scope's lookup is next due, if it is queued. */
     public synchronized Optional<Long> lookupDueAt(IdempotencyScope scope) {
         return Optional.ofNullable(pendingLookups.get(scope.hash()));
-    }
-
-    @Override
-    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-        return step(wakeUps -> {
-            // SET ... PX ttl: the link's own expiry, not clamped like the record's.
-            processLinks.put(processKey(routeId, processId),
-                    new Expiring(scope.hash(), clock.getAsLong() + ttl.toMillis()));
-            return Boolean.TRUE;
-        }).then();
     }
 
     @Override

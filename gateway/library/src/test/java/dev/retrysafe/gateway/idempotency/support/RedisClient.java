@@ -29,6 +29,11 @@ public final class RedisClient implements AutoCloseable {
         return connections;
     }
 
+    /** Another started client of the same server, with connections of its own; destroy it when done. */
+    public LettuceConnectionFactory connectAgain() {
+        return redis.connect();
+    }
+
     public ReactiveRedisTemplate<String, byte[]> bytes() {
         return bytes;
     }

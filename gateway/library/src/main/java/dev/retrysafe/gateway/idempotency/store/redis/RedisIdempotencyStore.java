@@ -20,6 +20,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Mono;
@@ -30,6 +33,7 @@ import reactor.core.publisher.Mono;
  * carry only the hash: Redis never sees a raw tenant or key.
  */
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyStore.class);
     public static final String KEY_PREFIX = "idempotency:";
     public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
     public static final String RELEASED_OWNERS_KEY_PREFIX = "idempotency-released-owners:";
@@ -56,6 +60,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
+    /** A Redis Cluster: the process directory and links cannot share the record's script (other slots). */
+    private final boolean cluster;
 
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps) {
         this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
@@ -69,7 +75,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
             Duration firstProcessPoll) {
-        this(redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL);
+        this(redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL,
+                clusterAware(redis));
+    }
+
+    /** Whether the template's own factory is Lettuce's, on a Redis Cluster (a gated or wrapping factory says not). */
+    private static boolean clusterAware(ReactiveRedisTemplate<String, byte[]> redis) {
+        return redis.getConnectionFactory() instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
     }
 
     /**
@@ -81,13 +93,16 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
      * @param releasedOwnersTtl how long, at least, a scope remembers an owner released from it (see
      *                      {@link #releasedOwnersTtl(Duration)})
+     * @param cluster       a Redis Cluster: a 202's process link and directory entry are written in calls of their
+     *                      own (other slots than the record's), not in the store step
      */
     public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
-            Duration firstProcessPoll, Duration releasedOwnersTtl) {
+            Duration firstProcessPoll, Duration releasedOwnersTtl, boolean cluster) {
         this.redis = redis;
         this.firstProcessPoll = firstProcessPoll;
         this.releasedOwnersTtl = releasedOwnersTtl;
+        this.cluster = cluster;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.lookupValues = new LookupValuesCodec(encryption);
@@ -206,27 +221,43 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
         List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
-        List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll));
+        List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
+                bytes(SlotTags.sameSlotAs(scope.hash())));
         return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> complete(c, args(before, wakeUp, after)));
     }
 
     private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
         IdempotencyScope scope = c.scope();
-        List<String> keys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
+        List<String> slotKeys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
                 UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
                 releasedOwnersKey(scope.hash()));
-        if (c.processId().isPresent()) {
-            // Where to look is said before the store step queues the process (a gateway dying right after it has
-            // said it already) and again after it (a look racing the step cannot have dropped the slot). A failure
-            // here must not cost the result: the store step runs anyway.
-            return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
-                    .then(store(scope, keys, args))
-                    .flatMap(result -> !result.stored() || result == CompletionResult.ALREADY_STORED
-                            ? Mono.just(result)
-                            : RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
-                                    .thenReturn(result));
+        if (c.processId().isEmpty()) {
+            return store(scope, slotKeys, args);
         }
-        return store(scope, keys, args);
+        String link = processKey(scope.routeId(), c.processId().get());
+        if (!cluster) {
+            // One step: the record, its process queued, linked, and its slot in the fleet's directory.
+            List<String> keys = new ArrayList<>(slotKeys);
+            keys.add(RedisProcessQueue.DIRECTORY_KEY);
+            keys.add(link);
+            return store(scope, keys, args);
+        }
+        // On a Cluster the directory and the link live in other slots than the record: written in calls of their own.
+        // Where to look is said before the store step queues the process (a gateway dying right after it has said it
+        // already) and again after it (a look racing the step cannot have dropped the slot), with the link. A failure
+        // of theirs must not cost the result: the store step runs anyway, and an unlinked process is still polled.
+        return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
+                .then(store(scope, slotKeys, args))
+                .flatMap(result -> !result.stored()
+                        ? Mono.just(result)
+                        : Mono.when(RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll)
+                                        .onErrorComplete(),
+                                redis.opsForValue().set(link, bytes(scope.hash()), c.ttl())
+                                        .doOnError(e -> log.warn("Process {} of scope {} could not be linked to its "
+                                                + "record ({}): its end is seen by polling, not by a status read",
+                                                c.processId().get(), scope.hash(), e.toString()))
+                                        .onErrorComplete())
+                                .thenReturn(result));
     }
 
     private Mono<CompletionResult> store(IdempotencyScope scope, List<String> keys, List<byte[]> args) {
@@ -286,11 +317,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
             case 2 -> SettleResult.ALREADY_DONE;
             default -> SettleResult.NOT_OWNER;
         };
-    }
-
-    @Override
-    public Mono<Void> linkProcess(String routeId, String processId, IdempotencyScope scope, Duration ttl) {
-        return redis.opsForValue().set(processKey(routeId, processId), bytes(scope.hash()), ttl).then();
     }
 
     @Override

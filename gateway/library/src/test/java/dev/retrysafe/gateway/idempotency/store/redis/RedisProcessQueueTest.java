@@ -13,6 +13,7 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
+import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,10 +21,13 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import io.lettuce.core.event.command.CommandListener;
+import io.lettuce.core.event.command.CommandStartedEvent;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Mono;
 
@@ -67,6 +71,41 @@ class RedisProcessQueueTest {
         assertThat(score(RedisProcessQueue.DIRECTORY_KEY, SlotTags.sameSlotAs(scope.hash())))
                 .isBetween(redisNow() - 1_000, redisNow() + 100);
         assertThat(field("process_poll_delay")).isEqualTo("100");
+    }
+
+    @Test
+    void aStored202NamingAProcessCostsOneRedisCallOnASingleRedis() {
+        // The record, its queued poll, its process link and its slot in the directory: one script, as an untracked
+        // 202 (they once took a look-soon before and after it, and a SET for the link: four calls).
+        List<String> sent = new CopyOnWriteArrayList<>();
+        LettuceConnectionFactory counted = redis.connectAgain();
+        try {
+            // Before its first connection is opened: Lettuce tells listeners of connections opened afterwards.
+            counted.getNativeClient().addListener(new CommandListener() {
+                @Override
+                public void commandStarted(CommandStartedEvent event) {
+                    sent.add(event.getCommand().getType().toString());
+                }
+            });
+            RedisIdempotencyStore countedStore = new RedisIdempotencyStore(RedisProcess.bytesTemplate(counted),
+                    RedisWakeUps.on(counted, new SettleSignals()), 1024, EncryptionKeys.none(), Optional.empty(),
+                    Duration.ofMillis(100));
+            IdempotencyScope first = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
+            stored202(countedStore, first, "p-0");
+            sent.clear();
+
+            stored202(countedStore, scope, "p-1");
+        } finally {
+            counted.destroy();
+        }
+
+        assertThat(sent).as("Redis commands sent for one tracked 202").containsExactly("EVALSHA");
+        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, SlotTags.sameSlotAs(scope.hash())))
+                .isBetween(redisNow() - 1_000, redisNow() + 100);
+        assertThat(bytes.opsForValue().get(RedisIdempotencyStore.processKey("route", "p-1"))
+                .map(RedisProcessQueueTest::utf8s).block(WAIT)).as("linked").isEqualTo(scope.hash());
+        assertThat(bytes.getExpire(RedisIdempotencyStore.processKey("route", "p-1")).block(WAIT))
+                .as("as long as the record").isBetween(Duration.ofDays(7).minusMinutes(1), Duration.ofDays(7));
     }
 
     @Test
@@ -227,10 +266,18 @@ class RedisProcessQueueTest {
     }
 
     private void stored202(IdempotencyScope scope, String processId) {
+        stored202(store, scope, processId);
+    }
+
+    private static void stored202(RedisIdempotencyStore store, IdempotencyScope scope, String processId) {
         StoredResponse accepted = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
         store.complete(new Completion(scope, OwnerToken.random(), new Fingerprint("a".repeat(64)), "http://upstream",
                 accepted, Duration.ofDays(7), Optional.of(processId))).block(WAIT);
+    }
+
+    private static String utf8s(byte[] value) {
+        return new String(value, StandardCharsets.UTF_8);
     }
 
     private String field(String name) {

@@ -345,7 +345,8 @@ class RedisIdempotencyStoreIntegrationTest {
         assertThat(strings.getExpire(released).block()).isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
 
         RedisIdempotencyStore longerLease = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(),
-                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)));
+                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)),
+                false);
         longerLease.release(scope, late).block();
         assertThat(strings.<String, String>opsForHash().get(released, late.value()).block()).isEqualTo("unheld");
         assertThat(strings.getExpire(released).block()).isBetween(Duration.ofMinutes(4), Duration.ofMinutes(5));
@@ -444,7 +445,6 @@ class RedisIdempotencyStoreIntegrationTest {
         reserve(scope, FP, owner, LEASE, false).block();
         store.complete(new Completion(scope, owner, FP, "http://upstream", response("accepted"), hardCap,
                 Optional.of("p-1"))).block();
-        store.linkProcess(scope.routeId(), "p-1", scope, hardCap).block();
         assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
                 .isBetween(hardCap.minusSeconds(2), hardCap);
         assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
