@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Peer benchmark (issue 11): our runnable server and someone else's gateway (minimal-gateway: a bare Spring Cloud
-# Gateway app with only our filter library added), one JVM at a time, on the same Redis and the same backend
-# (nginx answering 202 like Onboarding), load by wrk. Every target's throughput is printed as a ratio to its own
-# JVM's plain route, and the two plain routes to each other; the table goes to load-tests/target/peers/peers.md.
+# Peer benchmark (issues 11, 24): our runnable server and someone else's gateway (minimal-gateway: a bare Spring
+# Cloud Gateway app with only our filter library added), one JVM at a time, on the same Redis and the same backend
+# (nginx answering 202 like Onboarding, and COMPLETED to a status read), load by wrk. In each JVM: a plain route, an
+# Idempotency route, the same route tracking processes (process-status-uri, as the shipped Onboarding route); in
+# minimal-gateway also the peers, Spring Cloud Gateway's own RequestRateLimiter (one Lua call per request) and a naive
+# hand-written idempotency filter (GET, SET NX, SET; no fingerprint: minimal-gateway's NaiveIdempotency). Every
+# target's throughput is printed as a ratio to its own JVM's plain route, its CPU per request beside the plain
+# route's, its p50 at LATENCY_CONNECTIONS beside the plain route's, and the two plain routes to each other; the table
+# goes to load-tests/target/peers/peers.md.
 #
 #   load-tests/peers.sh                                    # about 12 minutes
 #   DURATION=20 ROUNDS=5 WARMUP_PASSES=5 load-tests/peers.sh   # steadier
@@ -14,7 +19,9 @@
 # (load-tests/target/peers/JVM-TARGET.jfr, read by load-tests/jfr-breakdown.py); ports BENCH_GATEWAY_PORT (18090),
 # BENCH_BACKEND_PORT (18091),
 # BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
-# TARGETS (plain rate-limiter first-writes replays), SERVER_ARGS / MINIMAL_ARGS (extra --property=value arguments).
+# TARGETS (plain rate-limiter naive-first-writes naive-replays first-writes replays tracked-first-writes),
+# LATENCY_CONNECTIONS (4: one more run per target at that many connections, for its p50; 0 skips it), SERVER_ARGS /
+# MINIMAL_ARGS (extra --property=value arguments).
 # RECORDS (0): that many COMPLETED records put in Redis before the warm-up (copies of one real first write), to see
 # what a large store costs.
 set -euo pipefail
@@ -26,6 +33,7 @@ WARMUP_PASSES="${WARMUP_PASSES:-3}"
 DURATION="${DURATION:-10}"
 ROUNDS="${ROUNDS:-3}"
 CONNECTIONS="${CONNECTIONS:-32}"
+LATENCY_CONNECTIONS="${LATENCY_CONNECTIONS:-4}"
 THREADS="${THREADS:-2}"
 REPLAY_KEYS="${REPLAY_KEYS:-1000}"
 BODY_BYTES="${BODY_BYTES:-0}"
@@ -74,6 +82,10 @@ http {
   keepalive_requests 1000000;
   server {
     listen 127.0.0.1:$BACKEND_PORT;
+    location /processes/ {
+      default_type application/json;
+      return 200 '{"processId":"p-1","status":"COMPLETED"}';
+    }
     location / {
       default_type application/json;
       add_header Location /processes/p-1;
@@ -99,22 +111,31 @@ wait_for_port "$BACKEND_PORT"
 
 backend="http://127.0.0.1:$BACKEND_PORT"
 routes="--spring.cloud.gateway.server.webflux.routes"
-# The same three routes in both JVMs, as a platform team would declare them; minimal-gateway adds SCG's own
-# RequestRateLimiter (one Redis Lua call per request, a limit it never reaches).
+# The same routes in both JVMs, as a platform team would declare them (the command line's list replaces the one in
+# config/application.yml): plain, Idempotency, and Idempotency tracking processes (each 202 names p-1, whose status
+# nginx says is COMPLETED: polled once, ended). minimal-gateway adds the peers: SCG's own RequestRateLimiter (one
+# Redis Lua call per request, a limit it never reaches) and the naive filter.
 common_routes=(
   "$routes[0].id=plain" "$routes[0].uri=$backend" "$routes[0].predicates[0]=Path=/plain/**"
   "$routes[1].id=onboarding" "$routes[1].uri=$backend" "$routes[1].predicates[0]=Path=/merchants/**"
   "$routes[1].filters[0].name=Idempotency" "$routes[1].filters[0].args.unordered-arrays=integrations,paymentMethods,sites"
+  "$routes[2].id=tracked" "$routes[2].uri=$backend" "$routes[2].predicates[0]=Path=/tracked/**"
+  "$routes[2].filters[0].name=Idempotency" "$routes[2].filters[0].args.unordered-arrays=integrations,paymentMethods,sites"
+  "$routes[2].filters[0].args.process-status-uri=/processes/{processId}"
 )
-limiter_route=(
-  "$routes[2].id=limited" "$routes[2].uri=$backend" "$routes[2].predicates[0]=Path=/limited/**"
-  "$routes[2].filters[0].name=RequestRateLimiter"
-  "$routes[2].filters[0].args.redis-rate-limiter.replenishRate=1000000"
-  "$routes[2].filters[0].args.redis-rate-limiter.burstCapacity=1000000"
+peer_routes=(
+  "$routes[3].id=limited" "$routes[3].uri=$backend" "$routes[3].predicates[0]=Path=/limited/**"
+  "$routes[3].filters[0].name=RequestRateLimiter"
+  "$routes[3].filters[0].args.redis-rate-limiter.replenishRate=1000000"
+  "$routes[3].filters[0].args.redis-rate-limiter.burstCapacity=1000000"
+  "$routes[4].id=naive" "$routes[4].uri=$backend" "$routes[4].predicates[0]=Path=/naive/**"
+  "$routes[4].filters[0].name=NaiveIdempotency"
 )
 
 rows="$out/rows.tsv"
 : > "$rows"
+latencies="$out/latencies.tsv"
+: > "$latencies"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Busy ticks of the whole machine (every core, every process: wrk, nginx, Redis, the gateway, the rest).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
@@ -125,8 +146,14 @@ per_request_us() { echo $(( ($2 - $1) * 1000000 / $(getconf CLK_TCK) / ($3 > 0 ?
 wrk_run() { # seconds url mode run [wrk options...]
   local seconds=$1 url=$2 mode=$3 run=$4
   shift 4
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" "$@" -s load-tests/wrk/idempotency-keys.lua "$url" \
-    -- "$mode" "$run" "$REPLAY_KEYS" "$BODY_BYTES"
+  wrk -t"$THREADS" -c"${WRK_CONNECTIONS:-$CONNECTIONS}" -d"${seconds}s" "$@" -s load-tests/wrk/idempotency-keys.lua \
+    "$url" -- "$mode" "$run" "$REPLAY_KEYS" "$BODY_BYTES"
+}
+# latency JVM TARGET URL MODE RUN -> a row: jvm, target, p50 at LATENCY_CONNECTIONS connections
+latency() {
+  local result="$out/$1-$2-latency.txt"
+  WRK_CONNECTIONS="$LATENCY_CONNECTIONS" THREADS=1 wrk_run "$DURATION" "$3" "$4" "$5-latency" --latency > "$result"
+  printf '%s\t%s\t%s\n' "$1" "$2" "$(awk '$1 == "50%" {print $2}' "$result")" | tee -a "$latencies"
 }
 # measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, then CPU in
 # microseconds per request of the gateway, of Redis and of the whole machine
@@ -191,9 +218,11 @@ run_jvm() {
   run="$name-$(date +%s)"
   local targets=("plain $gateway/plain/merchants fresh")
   if [ "$name" = minimal ]; then
-    targets+=("rate-limiter $gateway/limited/merchants fresh")
+    targets+=("rate-limiter $gateway/limited/merchants fresh" "naive-first-writes $gateway/naive/merchants fresh"
+      "naive-replays $gateway/naive/merchants replay")
   fi
-  targets+=("first-writes $gateway/merchants fresh" "replays $gateway/merchants replay")
+  targets+=("first-writes $gateway/merchants fresh" "replays $gateway/merchants replay"
+    "tracked-first-writes $gateway/tracked/merchants fresh")
   if [ -n "${TARGETS:-}" ]; then
     local wanted=()
     for target in "${targets[@]}"; do
@@ -218,6 +247,12 @@ run_jvm() {
       measure "$name" "$t" "$url" "$mode" "$run" "$round"
     done
   done
+  if [ "$LATENCY_CONNECTIONS" -gt 0 ]; then
+    for target in "${targets[@]}"; do
+      read -r t url mode <<< "$target"
+      latency "$name" "$t" "$url" "$mode" "$run"
+    done
+  fi
   if [ -n "${PROFILE:-}" ]; then
     # A recording perturbs what it records: it gets a pass of its own, not counted in the table.
     for target in "${targets[@]}"; do
@@ -241,7 +276,7 @@ for jvm in ${JVMS:-server minimal}; do
   else
     echo "minimal-gateway (a bare Spring Cloud Gateway app with our filter library) ${MINIMAL_ARGS:-}"
     # shellcheck disable=SC2086
-    run_jvm minimal "$minimal_jar" "$out" "${common_routes[@]}" "${limiter_route[@]}" ${MINIMAL_ARGS:-}
+    run_jvm minimal "$minimal_jar" "$out" "${common_routes[@]}" "${peer_routes[@]}" ${MINIMAL_ARGS:-}
   fi
 done
 
@@ -251,24 +286,35 @@ machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc
 # Per JVM and target, the round with the median throughput.
 sort -t$'\t' -k1,1 -k2,2 -k4,4n "$rows" | awk -v rounds="$ROUNDS" -F'\t' '
   { n[$1 FS $2]++; if (n[$1 FS $2] == int((rounds + 1) / 2)) print }' > "$out/medians.tsv"
+# wrk writes latencies with their unit (850.00us, 1.20ms, 2.00s): in microseconds.
 awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
-  NR == FNR { order[++count] = $1 FS $2; next }
-  { row[$1 FS $2] = $0; if ($2 == "plain") plain[$1] = $4 }
+  function us(text) {
+    if (text ~ /us$/) return text + 0
+    if (text ~ /ms$/) return text * 1000
+    if (text ~ /s$/) return text * 1000000
+    return -1
+  }
+  FILENAME ~ /latencies/ { p50[$1 FS $2] = us($3); next }
+  FILENAME ~ /rows/ { order[++count] = $1 FS $2; next }
+  { row[$1 FS $2] = $0; if ($2 == "plain") { plain[$1] = $4; plaincpu[$1] = $8 } }
   END {
     print "Peer benchmark of " date " on " machine "."
     print ""
-    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | Redis | whole machine |"
-    print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | over its plain route | Redis | whole machine | p50 at " lc " connections | added over plain |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= count; i++) {
       if (seen[order[i]]++) continue
       split(row[order[i]], f, FS)
       ratio = plain[f[1]] ? sprintf("%.2f", f[4] / plain[f[1]]) : "-"
-      printf "| %s | %s | %.0f | %s | %s | %s | %s | %d us | %d us | %d us |\n", f[1], f[2], f[4], ratio, f[5], f[6], f[7], f[8], f[9], f[10]
+      key = f[1] FS f[2]; base = f[1] FS "plain"
+      low = (key in p50) ? sprintf("%.0f us", p50[key]) : "-"
+      added = (key in p50 && base in p50) ? sprintf("%+.0f us", p50[key] - p50[base]) : "-"
+      printf "| %s | %s | %.0f | %s | %s | %s | %s | %d us | %+d us | %d us | %d us | %s | %s |\n", f[1], f[2], f[4], ratio, f[5], f[6], f[7], f[8], f[8] - plaincpu[f[1]], f[9], f[10], low, added
     }
     print ""
     if (plain["server"] && plain["minimal"])
       printf "Plain routes: server / minimal-gateway = %.2f\n", plain["server"] / plain["minimal"]
-  }' "$rows" "$out/medians.tsv" > "$out/peers.md"
+  }' lc="$LATENCY_CONNECTIONS" "$latencies" "$rows" "$out/medians.tsv" > "$out/peers.md"
 echo
 cat "$out/peers.md"
 echo "Written: $out/peers.md"
