@@ -52,6 +52,11 @@ class ConfigurationMetadataTest {
                 offenders.add(name + ": no default (@DefaultValue; or, when unset is a setting of its own, list it as "
                         + "unset by default and say in its description what unset means)");
             }
+            if (hasDefault && isCollection(property) && !property.get("defaultValue").isArray()) {
+                offenders.add(name + ": its default " + property.get("defaultValue") + " is not a JSON array (the "
+                        + "processor writes a @DefaultValue of several values as one string): give it in "
+                        + "META-INF/additional-spring-configuration-metadata.json");
+            }
             if (unsetByDefault.contains(name) && hasDefault) {
                 offenders.add(name + ": listed as unset by default, but has the default " + property.get("defaultValue"));
             }
@@ -62,6 +67,12 @@ class ConfigurationMetadataTest {
         unsetByDefault.stream().filter(name -> !properties.containsKey(name))
                 .forEach(name -> offenders.add(name + ": listed as unset by default, but no such property"));
         return offenders;
+    }
+
+    static boolean isCollection(JsonNode property) {
+        String type = property.path("type").asString("");
+        return type.startsWith("java.util.List<") || type.startsWith("java.util.Set<")
+                || type.startsWith("java.util.Collection<") || type.endsWith("[]");
     }
 
     /** The {@code idempotency.*} properties by name. */
