@@ -2,8 +2,11 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.reflect.Method;
+import java.lang.reflect.Type;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -11,15 +14,20 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The configuration metadata this module generates, what an IDE completes {@code idempotency.*} from: every property
- * carries a description and its default. One added without them fails here, named.
+ * carries a description and its default, and so does every arg of the {@code Idempotency} route filter, published as
+ * the documentation-only entry {@code idempotency.route-args.<arg>}. One added without them fails here, named.
  */
 class ConfigurationMetadataTest {
+    static final String ROUTE_ARGS = "idempotency.route-args.";
+
     /**
      * Properties without a default, because leaving them unset is a setting of its own; their descriptions say what
      * unset means (they contain "Unset").
@@ -28,13 +36,81 @@ class ConfigurationMetadataTest {
             "idempotency.tenant-header", // only an authenticated principal names the tenant
             "idempotency.unordered-arrays", // every array's order counts
             "idempotency.encryption.keys", // no keys
-            "idempotency.encryption.active-key"); // records are not encrypted
+            "idempotency.encryption.active-key", // records are not encrypted
+            ROUTE_ARGS + "unordered-arrays", // as idempotency.unordered-arrays
+            ROUTE_ARGS + "fingerprint-ignore", // the whole body is the intent
+            ROUTE_ARGS + "fingerprint-headers", // no header is
+            ROUTE_ARGS + "process-status-uri", // no process tracking
+            ROUTE_ARGS + "reconcile-uri", // UNCERTAIN records wait for an operator
+            ROUTE_ARGS + "reconcile-after"); // worked out per route, from its response timeout
 
     @Test
     void everyPropertyHasADescriptionAndADefault() throws IOException {
         Map<String, JsonNode> properties = properties(metadata());
         assertThat(properties).as("idempotency.* properties in the metadata").containsKey("idempotency.key-header");
-        assertThat(offenders(properties, UNSET_BY_DEFAULT)).isEmpty();
+        properties.keySet().removeIf(name -> name.startsWith(ROUTE_ARGS));
+        assertThat(offenders(properties, UNSET_BY_DEFAULT.stream().filter(name -> !name.startsWith(ROUTE_ARGS))
+                .collect(Collectors.toSet()))).isEmpty();
+    }
+
+    /**
+     * Route args are map keys under a route's filter, which the metadata format cannot describe; each one has an entry
+     * {@code idempotency.route-args.<arg>} of its own type, deprecated at level error (not bound: the IDE flags it,
+     * SettingsCheck refuses it), whose default is that of the {@code idempotency.*} property it falls back to and whose
+     * replacement is that property.
+     */
+    @Test
+    void everyRouteArgHasADocumentationEntryWithItsDescriptionDefaultAndType() throws IOException {
+        Map<String, JsonNode> properties = properties(metadata());
+        Map<String, Type> args = routeArgs();
+        assertThat(args).as("route args of the Idempotency filter's Config").containsKey("key-header");
+        List<String> offenders = new ArrayList<>();
+        args.forEach((arg, type) -> {
+            JsonNode entry = properties.get(ROUTE_ARGS + arg);
+            if (entry == null) {
+                offenders.add(ROUTE_ARGS + arg + ": missing; route arg " + arg + " needs it in "
+                        + "META-INF/additional-spring-configuration-metadata.json");
+                return;
+            }
+            if (!entry.path("type").asString("").equals(type.getTypeName())) {
+                offenders.add(ROUTE_ARGS + arg + ": type " + entry.path("type") + ", but the arg is a " + type);
+            }
+            if (!entry.path("deprecation").path("level").asString("").equals("error")) {
+                offenders.add(ROUTE_ARGS + arg + ": not deprecated at level error, so it would pass for a property");
+            }
+            JsonNode fallback = properties.get("idempotency." + arg);
+            String replacement = entry.path("deprecation").path("replacement").asString(null);
+            if (fallback != null && !fallback.path("defaultValue").equals(entry.path("defaultValue"))) {
+                offenders.add(ROUTE_ARGS + arg + ": default " + entry.path("defaultValue") + ", but it falls back to "
+                        + "idempotency." + arg + ", whose default is " + fallback.path("defaultValue"));
+            }
+            if (fallback != null ? !("idempotency." + arg).equals(replacement) : replacement != null) {
+                offenders.add(ROUTE_ARGS + arg + ": replacement " + replacement + ", but the property it falls back "
+                        + "to is " + (fallback != null ? "idempotency." + arg : "none"));
+            }
+        });
+        properties.keySet().stream().filter(name -> name.startsWith(ROUTE_ARGS))
+                .filter(name -> !args.containsKey(name.substring(ROUTE_ARGS.length())))
+                .forEach(name -> offenders.add(name + ": the Idempotency filter has no such arg"));
+        Map<String, JsonNode> entries = new LinkedHashMap<>(properties);
+        entries.keySet().removeIf(name -> !name.startsWith(ROUTE_ARGS));
+        offenders.addAll(offenders(entries, UNSET_BY_DEFAULT.stream().filter(name -> name.startsWith(ROUTE_ARGS))
+                .collect(Collectors.toSet())));
+        assertThat(offenders).isEmpty();
+    }
+
+    /** Every arg the filter binds, kebab-case, with its type: Config's setters, as Spring Cloud Gateway binds them. */
+    static Map<String, Type> routeArgs() {
+        Map<String, Type> args = new TreeMap<>();
+        for (Method method : IdempotencyGatewayFilterFactory.Config.class.getMethods()) {
+            if (method.getName().startsWith("set") && method.getParameterCount() == 1
+                    && !method.getName().equals("setRouteId")) {
+                String arg = method.getName().substring(3).replaceAll("([a-z0-9])([A-Z])", "$1-$2")
+                        .toLowerCase(Locale.ROOT);
+                args.put(arg, method.getGenericParameterTypes()[0]);
+            }
+        }
+        return args;
     }
 
     /** Each property lacking a description or a default, with what it lacks. */
@@ -58,7 +134,8 @@ class ConfigurationMetadataTest {
                         + "META-INF/additional-spring-configuration-metadata.json");
             }
             if (unsetByDefault.contains(name) && hasDefault) {
-                offenders.add(name + ": listed as unset by default, but has the default " + property.get("defaultValue"));
+                offenders.add(name + ": listed as unset by default, but has the default "
+                        + property.get("defaultValue"));
             }
             if (unsetByDefault.contains(name) && !description.toLowerCase(Locale.ROOT).contains("unset")) {
                 offenders.add(name + ": unset by default, but its description does not say what unset means");
