@@ -106,7 +106,12 @@ class OperatorSecurityConfiguration {
         return new MapReactiveUserDetailsService(user);
     }
 
-    /** Credentials of the operator API. */
+    /**
+     * Credentials of the operator API.
+     *
+     * @param username Operator user of the operator API (HTTP Basic) and of the operator console's sign-in.
+     * @param password Password of that operator user. Unset: nobody can use the operator API or the console.
+     */
     @ConfigurationProperties("idempotency.operator")
     record OperatorProperties(@org.springframework.boot.context.properties.bind.DefaultValue("operator") String username,
             String password) {

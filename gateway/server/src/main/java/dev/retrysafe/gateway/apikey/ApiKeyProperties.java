@@ -12,10 +12,10 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * API keys of the runnable gateway, {@code idempotency.api-keys.*}: each key belongs to one tenant, and only the
  * SHA-256 of a key is configured. Checked when bound, so a faulty entry fails the startup with a message naming it.
  *
- * @param enabled whether requests on {@code paths} need a key
- * @param paths   path patterns that need a key (default every path on the gateway port; the management port has
- *                its own security)
- * @param keys    the keys, as tenant and hex SHA-256 of the key
+ * @param enabled Whether requests on the paths need an API key, whose tenant is then the idempotency tenant.
+ * @param paths   Path patterns on the gateway port that need a key; the management port keeps its own security.
+ * @param keys    The keys, each as keys[n].tenant (the tenant it acts for) and keys[n].sha256 (hex SHA-256 of the
+ *                key; the key itself is never configured). Unset: no keys, refused at startup while enabled.
  */
 @ConfigurationProperties("idempotency.api-keys")
 public record ApiKeyProperties(@DefaultValue("false") boolean enabled, @DefaultValue("/**") List<String> paths,

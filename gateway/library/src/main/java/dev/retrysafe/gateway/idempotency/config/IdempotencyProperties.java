@@ -9,7 +9,67 @@ import org.springframework.util.unit.DataSize;
 
 /**
  * Gateway-wide defaults under {@code idempotency.*}. Each route's {@code Idempotency} filter args override the
- * route-level ones; docs/reference/configuration.md lists every property with its default.
+ * route-level ones; docs/reference/configuration.md lists every property with its default. The {@code @param} texts
+ * are the descriptions IDEs show (the configuration metadata), so they are plain text.
+ *
+ * @param keyHeader                 Request header carrying the idempotency key. The route arg key-header overrides it.
+ * @param keyMinLength              Shortest valid key, in characters. The route arg key-min-length overrides it.
+ * @param keyMaxLength              Longest valid key, in characters. The route arg key-max-length overrides it.
+ * @param methods                   HTTP methods that need a key; requests with other methods pass untouched. The route
+ *                                  arg methods overrides it.
+ * @param tenantHeader              Header naming the tenant when no principal is authenticated; trust it on trusted
+ *                                  networks only. Unset: only an authenticated principal names the tenant.
+ * @param unorderedArrays           JSON field names whose arrays compare regardless of order, at any depth. Unset: the
+ *                                  order of every array counts. The route arg unordered-arrays overrides it.
+ * @param replayStatus              Status a stored 2xx result is replayed with; must be a 2xx. The route arg
+ *                                  replay-status overrides it.
+ * @param neverStoredHeaders        Response headers never stored nor replayed. Hop-by-hop headers, the headers the
+ *                                  upstream names in its Connection header, and Content-Length are never stored either,
+ *                                  whatever this list says. The route arg never-stored-headers overrides it.
+ * @param inFlightWait              How long a duplicate waits for the in-flight original; 0 answers 409 at once. The
+ *                                  route arg in-flight-wait overrides it.
+ * @param inFlightLease             Lease of an in-flight reservation, renewed every third of it while the upstream
+ *                                  exchange lasts; if its gateway instance dies, the record turns UNCERTAIN this long
+ *                                  after the last renewal. The route arg in-flight-lease overrides it.
+ * @param retention                 How long a result is replayed, counted from its completion; then the key is free
+ *                                  again. The route arg retention overrides it.
+ * @param releaseOnStatus           Upstream statuses that are not results: passed through, not stored, and the
+ *                                  reservation released. The route arg release-on-status overrides it.
+ * @param maxRequestBytes           Largest request body accepted on a guarded route; a larger one is answered 413. The
+ *                                  route arg max-request-bytes overrides it.
+ * @param requestBodyTimeout        Longest time to receive a guarded request's whole body; past it 408, the upstream is
+ *                                  not called and nothing is reserved.
+ * @param maxStoredResponseBytes    Largest response body stored for replay. The route arg max-stored-response-bytes
+ *                                  overrides it.
+ * @param compressStoredBodiesAbove Stored bodies of this size or more are deflated in Redis when that makes them
+ *                                  smaller; replays stay byte-identical.
+ * @param storeTimeout              Longest wait for one Redis call before answering 503, counted from when the call is
+ *                                  made; also the longest a status read is held while its process end is recorded.
+ *                                  Three of them are the settle deadline: the longest a client's answer waits for the
+ *                                  call that stores or releases its record.
+ * @param retryAfter                Retry-After sent with the 409s for in-flight and uncertain records, the 502 for an
+ *                                  unreachable upstream, and 503.
+ * @param upstreamHonoursKey        Whether the backend dedupes on the forwarded Idempotency-Key itself: only then is a
+ *                                  request whose outcome is UNCERTAIN sent again, with the same key. The route arg
+ *                                  upstream-honours-key overrides it.
+ * @param storeUnavailable          What a guarded route does while Redis is unreachable: reject (503, fail closed) or
+ *                                  forward (unprotected, each request logged and counted).
+ * @param replicaAcks               Replicas that must acknowledge (Redis WAIT) a reservation before it is forwarded,
+ *                                  and a stored result; 0 waits for none. Standalone and Sentinel only: refused at
+ *                                  startup with Redis Cluster.
+ * @param replicaAckTimeout         Longest WAIT for those acknowledgements; must be shorter than store-timeout.
+ * @param replicaAckConnections     Redis connections of the gateway's own for script plus WAIT (a WAIT holds its
+ *                                  connection), used round-robin.
+ * @param processPoll               Polling the status of unfinished processes.
+ * @param reconcile                 Lookups of UNCERTAIN records at their upstream.
+ * @param recordCounts              The record counts behind the idempotency.records gauges.
+ * @param store                     Whether the Redis behind the store can forget records.
+ * @param failOnUnknownSettings     Whether an idempotency property that is not one, or an arg the Idempotency filter
+ *                                  does not have, stops the startup naming it and the nearest valid name; false ignores
+ *                                  them, as Spring does by default.
+ * @param rememberedFingerprints    Per route, how many JSON requests' fingerprints are kept in memory by the SHA-256 of
+ *                                  their raw bytes (about 250 bytes each, never a body), so that a retry resending the
+ *                                  same bytes to the same instance skips parsing; 0 keeps none.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(
@@ -71,8 +131,12 @@ public record IdempotencyProperties(
     /**
      * How the gateway polls the status of a process that nobody asks about.
      *
-     * @param restoreInterval how often the fleet (one instance a time) puts back in the queue's directory the slots a
-     *                        Redis failover made it lose
+     * @param initialDelay    Delay of the first poll of an unfinished process's status, after its 202; then the
+     *                        delay doubles, up to max-delay.
+     * @param maxDelay        Longest delay between two polls of one process.
+     * @param restoreInterval How often the fleet (one instance per interval) puts back in the poll queue's directory
+     *                        the slots a Redis failover made it lose: a process so orphaned is polled at most this
+     *                        much later.
      */
     public record ProcessPoll(@DefaultValue("1s") Duration initialDelay, @DefaultValue("60s") Duration maxDelay,
             @DefaultValue("60s") Duration restoreInterval) {
@@ -81,10 +145,10 @@ public record IdempotencyProperties(
     /**
      * How the gateway looks up UNCERTAIN records of routes with a {@code reconcile-uri} at their upstream.
      *
-     * @param interval      how often each instance looks for due lookups
-     * @param retryDelay    after a lookup that told nothing (an error, another status, no answer in time), the
-     *                      record is looked up again this much later; the delay doubles after each such lookup
-     * @param maxRetryDelay up to this
+     * @param interval      How often each instance looks for due lookups of UNCERTAIN records.
+     * @param retryDelay    After a lookup that told nothing (an error, another status, no answer in 5 s), the record
+     *                      is looked up again this much later; the delay doubles after each such lookup.
+     * @param maxRetryDelay Longest delay between two lookups of one record; at least retry-delay.
      */
     public record Reconcile(@DefaultValue("1s") Duration interval, @DefaultValue("5s") Duration retryDelay,
             @DefaultValue("5m") Duration maxRetryDelay) {
@@ -101,9 +165,11 @@ public record IdempotencyProperties(
      * Whether the Redis behind the store can forget records, checked at startup and every {@code checkInterval}: its
      * {@code maxmemory-policy}, its persistence, and a marker key per master that a loss of its memory removes.
      *
-     * @param allowEviction start (with a WARN) on a Redis whose {@code maxmemory-policy} evicts keys, instead of
-     *                      refusing to: the operator accepts that evicted records let duplicates through
-     * @param checkInterval how often the policy and the memory markers are checked while running
+     * @param allowEviction Whether to start, with a WARN, on a Redis whose maxmemory-policy evicts keys (allkeys-*,
+     *                      volatile-*) instead of refusing to: the operator accepts that evicted records let
+     *                      duplicates through.
+     * @param checkInterval How often every Redis master's maxmemory-policy and memory marker are checked while
+     *                      running; must be positive.
      */
     public record StoreMemory(@DefaultValue("false") boolean allowEviction,
             @DefaultValue("10s") Duration checkInterval) {
@@ -119,8 +185,11 @@ public record IdempotencyProperties(
      * The periodic count of records by state behind the {@code idempotency.records} gauges, on each instance where it
      * is enabled. Unsettled records are counted from their index; COMPLETED ones by reading every record key.
      *
-     * @param pendingAfter an IN_FLIGHT record reserved longer ago than this counts as pending
-     * @param maxRecords   the COMPLETED count gives up (its gauge NaN) rather than read more record keys than this
+     * @param enabled      Whether this instance samples the record counts for the idempotency.records gauges.
+     * @param interval     Time between two samples; a sample slower than this is abandoned.
+     * @param pendingAfter An IN_FLIGHT record reserved longer ago than this counts in idempotency.records.pending.
+     * @param maxRecords   The COMPLETED count gives up (its gauge reads NaN) rather than read more record keys than
+     *                     this; the unsettled counts come from their index and are always known.
      */
     public record RecordCountSampling(@DefaultValue("true") boolean enabled, @DefaultValue("60s") Duration interval,
             @DefaultValue("60s") Duration pendingAfter, @DefaultValue("100000") long maxRecords) {

@@ -46,6 +46,8 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
     static final String ROUTES = "spring.cloud.gateway.server.webflux.routes";
     static final String DEFAULT_FILTERS = "spring.cloud.gateway.server.webflux.default-filters";
     static final String FILTER_NAME = "Idempotency";
+    /** Documentation-only entries of the route args in the metadata (an IDE cannot key them by route). */
+    static final String ROUTE_ARGS_DOCUMENTATION = "idempotency.route-args.";
 
     private final Environment environment;
 
@@ -121,7 +123,9 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
     }
 
     List<UnknownSetting> unknownProperties() {
-        Map<String, Boolean> known = knownProperties();
+        Map<String, Boolean> known = new LinkedHashMap<>();
+        Map<ConfigurationPropertyName, String> unbound = new LinkedHashMap<>();
+        readMetadata(known, unbound);
         if (known.isEmpty()) {
             return List.of(); // no metadata on the class path (a repackaged jar that dropped it): nothing to hold to
         }
@@ -141,8 +145,9 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
                     ConfigurationProperty property = source.getConfigurationProperty(name);
                     String where = property != null && property.getOrigin() != null
                             ? property.getOrigin().toString() : String.valueOf(source.getUnderlyingSource());
-                    found.put(name.toString(), new UnknownSetting(name.toString(), where,
-                            NearestName.to(name.toString(), known.keySet())));
+                    Optional<String> meant = unbound.containsKey(name) ? Optional.of(unbound.get(name))
+                            : NearestName.to(name.toString(), known.keySet());
+                    found.put(name.toString(), new UnknownSetting(name.toString(), where, meant));
                 }
             });
         }
@@ -205,9 +210,13 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
         return name.replace("-", "").toLowerCase(Locale.ROOT);
     }
 
-    /** Property name to whether it holds a map or a collection (then any name below it is its own). */
-    private Map<String, Boolean> knownProperties() {
-        Map<String, Boolean> known = new LinkedHashMap<>();
+    /**
+     * Fills {@code known} with each property's name and whether it holds a map or a collection (then any name below
+     * it is its own). Entries deprecated at level error are not bound (so Spring Boot's metadata format defines
+     * them); among them the documentation-only {@code idempotency.route-args.*} go to {@code unbound}, each with what
+     * was meant.
+     */
+    private static void readMetadata(Map<String, Boolean> known, Map<ConfigurationPropertyName, String> unbound) {
         JsonMapper json = JsonMapper.builder().build();
         ClassLoader loader = Optional.ofNullable(Thread.currentThread().getContextClassLoader())
                 .orElse(SettingsCheck.class.getClassLoader());
@@ -216,7 +225,14 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
                 try (InputStream in = file.openStream()) {
                     for (JsonNode property : json.readTree(in).path("properties")) {
                         String name = property.path("name").asString();
-                        if (name.startsWith("idempotency.")) {
+                        if (!name.startsWith("idempotency.")) {
+                            continue;
+                        }
+                        if (property.path("deprecation").path("level").asString("").equals("error")) {
+                            if (name.startsWith(ROUTE_ARGS_DOCUMENTATION)) {
+                                unbound.put(ConfigurationPropertyName.of(name), routeArgMeant(name, property));
+                            }
+                        } else {
                             String type = property.path("type").asString("");
                             known.put(name, type.contains("Map<") || type.contains("List<") || type.contains("Set<")
                                     || type.contains("Collection<") || type.endsWith("[]"));
@@ -227,6 +243,12 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
         } catch (IOException e) {
             throw new UncheckedIOException("Could not read the configuration metadata", e);
         }
-        return known;
+    }
+
+    /** "the route arg retention (under the Idempotency filter's args), or idempotency.retention for every route" */
+    private static String routeArgMeant(String name, JsonNode property) {
+        String replacement = property.path("deprecation").path("replacement").asString(null);
+        return "the route arg " + name.substring(ROUTE_ARGS_DOCUMENTATION.length()) + " (under the " + FILTER_NAME
+                + " filter's args)" + (replacement != null ? ", or " + replacement + " for every route" : "");
     }
 }

@@ -7,8 +7,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * Where the gateway publishes the OpenAPI description of the responses it produces itself, under
  * {@code idempotency.openapi.*}.
  *
- * @param enabled whether it is served at all
- * @param path    the path on the gateway's main port; it wins over a route with the same path
+ * @param enabled Whether the OpenAPI description of the gateway's own responses is served.
+ * @param path    Where it is served, on the gateway's main port; it is matched before the routes, so a route with
+ *                the same path is shadowed.
  */
 @ConfigurationProperties("idempotency.openapi")
 public record OpenApiProperties(@DefaultValue("true") boolean enabled,

@@ -54,6 +54,17 @@ class SettingsCheckTest {
     }
 
     @Test
+    void aRouteArgsDocumentationEntryIsNoPropertyAndSaysWhereTheArgGoes() {
+        runner.withPropertyValues("idempotency.route-args.retention=1h", "idempotency.route-args.reconcile-uri=/x")
+                .run(context -> assertThat(context.getStartupFailure()).isInstanceOf(UnknownSettings.class)
+                        .hasMessageContaining("idempotency.route-args.retention")
+                        .hasMessageContaining("did you mean the route arg retention (under the Idempotency filter's "
+                                + "args), or idempotency.retention for every route?")
+                        .hasMessageContaining("did you mean the route arg reconcile-uri (under the Idempotency "
+                                + "filter's args)?"));
+    }
+
+    @Test
     void theCheckCanBeSwitchedOff() {
         runner.withPropertyValues("idempotency.fail-on-unknown-settings=false", "idempotency.key-min-lenght=20")
                 .run(context -> assertThat(context).hasNotFailed());
