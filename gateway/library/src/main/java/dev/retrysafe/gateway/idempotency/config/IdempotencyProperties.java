@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -10,6 +11,11 @@ import org.springframework.util.unit.DataSize;
 /**
  * Gateway-wide defaults under {@code idempotency.*}. Each route's {@code Idempotency} filter args override the
  * route-level ones; docs/reference/configuration.md lists every property with its default.
+ *
+ * @param contract How the gateway numbers and writes the answers it produces itself: onboarding (the Onboarding
+ *                 API's envelope, application/json; a key missing or invalid 422, another payload 409) or ietf
+ *                 (draft-ietf-httpapi-idempotency-key-header: a key missing or invalid 400, another payload 422, a
+ *                 request still in flight 409; RFC 9457 application/problem+json bodies). Route arg contract.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(
@@ -32,6 +38,7 @@ public record IdempotencyProperties(
         @DefaultValue("1s") Duration storeTimeout,
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue("false") boolean upstreamHonoursKey,
+        @DefaultValue("onboarding") ErrorContract contract,
         @DefaultValue("reject") StoreUnavailable storeUnavailable,
         @DefaultValue("0") int replicaAcks,
         @DefaultValue("100ms") Duration replicaAckTimeout,

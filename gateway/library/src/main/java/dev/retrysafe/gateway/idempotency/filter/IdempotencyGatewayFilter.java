@@ -2,7 +2,6 @@ package dev.retrysafe.gateway.idempotency.filter;
 
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
-import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
@@ -76,7 +75,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         this.leases = leases;
         this.reports = reports;
         this.responseTimeout = responseTimeout;
-        this.responses = new GatewayResponses(clock, ErrorContract.ONBOARDING);
+        this.responses = new GatewayResponses(clock, policy.contract());
     }
 
     @Override
