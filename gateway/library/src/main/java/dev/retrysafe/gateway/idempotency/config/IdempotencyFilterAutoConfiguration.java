@@ -113,7 +113,7 @@ public class IdempotencyFilterAutoConfiguration {
         return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
+                p.contract(), p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
                 p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD, p.rememberedFingerprints());
     }
 

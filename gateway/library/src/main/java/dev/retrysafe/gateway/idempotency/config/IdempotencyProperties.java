@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -70,6 +71,11 @@ import org.springframework.util.unit.DataSize;
  * @param rememberedFingerprints    Per route, how many JSON requests' fingerprints are kept in memory by the SHA-256 of
  *                                  their raw bytes (about 250 bytes each, never a body), so that a retry resending the
  *                                  same bytes to the same instance skips parsing; 0 keeps none.
+ * @param contract                  How the gateway numbers and writes the answers it produces itself: onboarding (the
+ *                                  Onboarding API's envelope, application/json; a key missing or invalid 422, another
+ *                                  payload 409) or ietf (draft-ietf-httpapi-idempotency-key-header: a key missing or
+ *                                  invalid 400, another payload 422, a request still in flight 409; RFC 9457
+ *                                  application/problem+json bodies). The route arg contract overrides it.
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(
@@ -92,6 +98,7 @@ public record IdempotencyProperties(
         @DefaultValue("1s") Duration storeTimeout,
         @DefaultValue("1s") Duration retryAfter,
         @DefaultValue("false") boolean upstreamHonoursKey,
+        @DefaultValue("onboarding") ErrorContract contract,
         @DefaultValue("reject") StoreUnavailable storeUnavailable,
         @DefaultValue("0") int replicaAcks,
         @DefaultValue("100ms") Duration replicaAckTimeout,

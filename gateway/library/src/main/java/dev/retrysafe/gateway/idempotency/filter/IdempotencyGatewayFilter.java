@@ -72,7 +72,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         this.leases = leases;
         this.reports = reports;
         this.responseTimeout = responseTimeout;
-        this.responses = new GatewayResponses(clock);
+        this.responses = new GatewayResponses(clock, policy.contract());
     }
 
     @Override
@@ -97,7 +97,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         if (policy.keySource() instanceof KeySource.Header header) {
             KeyCheck check = header.check(policy.keyPolicy(), request.getHeaders().get(header.name()));
             if (check instanceof KeyCheck.Rejected rejected) {
-                return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+                return reject(exchange, report, RequestOutcome.INVALID_KEY, keyRejected(rejected));
             }
             sentKey = Optional.of(((KeyCheck.Valid) check).key());
         }
@@ -114,7 +114,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             KeyCheck check = keyFromHeader.<KeyCheck>map(KeyCheck.Valid::new)
                     .orElseGet(() -> ((KeySource.BodyField) policy.keySource()).keyIn(body.bytes()));
             if (check instanceof KeyCheck.Rejected rejected) {
-                return reject(exchange, report, RequestOutcome.INVALID_KEY, GatewayError.invalidKey(rejected.message()));
+                return reject(exchange, report, RequestOutcome.INVALID_KEY, keyRejected(rejected));
             }
             IdempotencyKey key = ((KeyCheck.Valid) check).key();
             // The whole request is here: from now on a client that hangs up cancels nothing. Its request is
@@ -130,6 +130,13 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                             GatewayError.invalidTenant(e.header())))
                     .doFinally(report::detachedWorkEnded));
         });
+    }
+
+    private static GatewayError keyRejected(KeyCheck.Rejected rejected) {
+        return switch (rejected.fault()) {
+            case MISSING -> GatewayError.keyMissing(rejected.message());
+            case MALFORMED -> GatewayError.invalidKey(rejected.message());
+        };
     }
 
     /**

@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.reconcile.LookupTemplate;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.time.Clock;
@@ -152,7 +153,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 or(c.getUpstreamHonoursKey(), defaults.upstreamHonoursKey()),
                 processTracking(c),
                 defaults.forwardWhenStoreUnavailable(),
-                reconciliation);
+                reconciliation,
+                c.getContract() == null ? defaults.contract() : ErrorContract.named(c.getContract()));
     }
 
     /**
@@ -284,6 +286,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private Duration reconcileAfter;
         private Integer reconcileFound;
         private Integer reconcileNotFound;
+        private String contract;
 
         @Override
         public void setRouteId(String routeId) { this.routeId = routeId; }
@@ -316,6 +319,10 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public void setReconcileFound(Integer reconcileFound) { this.reconcileFound = reconcileFound; }
         public Integer getReconcileNotFound() { return reconcileNotFound; }
         public void setReconcileNotFound(Integer reconcileNotFound) { this.reconcileNotFound = reconcileNotFound; }
+
+        /** {@code onboarding} or {@code ietf}: a String, so that another value is refused naming both. */
+        public String getContract() { return contract; }
+        public void setContract(String contract) { this.contract = contract; }
 
         public String getKeyHeader() { return keyHeader; }
         public void setKeyHeader(String keyHeader) { this.keyHeader = keyHeader; }

@@ -1,7 +1,9 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import org.springframework.util.unit.DataSize;
 
@@ -11,6 +13,8 @@ import org.springframework.util.unit.DataSize;
  * (as Spring Cloud Gateway's cache filter receives its defaults). The last five have no route arg: they are
  * gateway-wide.
  *
+ * @param contract                    {@code idempotency.contract}: how the gateway's own answers are numbered and
+ *                                    written
  * @param forwardWhenStoreUnavailable {@code idempotency.store-unavailable=forward}: forward unguarded when Redis
  *                                    cannot be reached, instead of answering 503
  * @param rememberedFingerprints      {@code idempotency.remembered-fingerprints}: per route, how many JSON
@@ -19,13 +23,15 @@ import org.springframework.util.unit.DataSize;
 public record RouteDefaults(String keyHeader, int keyMinLength, int keyMaxLength, List<String> methods,
         List<String> unorderedArrays, int replayStatus, List<String> neverStoredHeaders, Duration inFlightWait,
         Duration inFlightLease, Duration retention, Set<Integer> releaseOnStatus, DataSize maxRequestBytes,
-        DataSize maxStoredResponseBytes, boolean upstreamHonoursKey, Duration requestBodyTimeout,
-        Duration storeTimeout, Duration retryAfter, boolean forwardWhenStoreUnavailable, int rememberedFingerprints) {
+        DataSize maxStoredResponseBytes, boolean upstreamHonoursKey, ErrorContract contract,
+        Duration requestBodyTimeout, Duration storeTimeout, Duration retryAfter, boolean forwardWhenStoreUnavailable,
+        int rememberedFingerprints) {
 
     public RouteDefaults {
         methods = List.copyOf(methods);
         unorderedArrays = List.copyOf(unorderedArrays);
         neverStoredHeaders = List.copyOf(neverStoredHeaders);
         releaseOnStatus = Set.copyOf(releaseOnStatus);
+        Objects.requireNonNull(contract, "contract");
     }
 }

@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -32,11 +33,13 @@ public record RoutePolicy(
         boolean upstreamHonoursKey,
         Optional<ProcessTracking> processTracking,
         boolean forwardWhenStoreUnavailable,
-        Optional<Reconciliation> reconciliation) {
+        Optional<Reconciliation> reconciliation,
+        ErrorContract contract) {
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
         Objects.requireNonNull(keySource, "keySource");
+        Objects.requireNonNull(contract, "contract");
         if (replayStatus < 200 || replayStatus > 299) {
             throw new IllegalArgumentException("replay-status must be a 2xx status, was " + replayStatus);
         }
@@ -57,7 +60,7 @@ public record RoutePolicy(
         }
     }
 
-    /** A route that does not reconcile UNCERTAIN records with its upstream. */
+    /** A route that does not reconcile UNCERTAIN records with its upstream, and answers in the Onboarding contract. */
     public RoutePolicy(KeySource keySource, KeyPolicy keyPolicy, Set<String> methods, RequestFingerprinter fingerprinter,
             int replayStatus, StorableHeaders storableHeaders, Duration inFlightWait, Duration inFlightLease,
             Duration retention, OutcomePolicy outcomePolicy, int maxRequestBytes, Duration requestBodyTimeout,
@@ -65,7 +68,8 @@ public record RoutePolicy(
             Optional<ProcessTracking> processTracking, boolean forwardWhenStoreUnavailable) {
         this(keySource, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
                 retention, outcomePolicy, maxRequestBytes, requestBodyTimeout, maxStoredResponseBytes, storeTimeout,
-                retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty());
+                retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty(),
+                ErrorContract.ONBOARDING);
     }
 
     /**

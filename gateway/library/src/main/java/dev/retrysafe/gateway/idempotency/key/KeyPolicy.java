@@ -31,7 +31,7 @@ public record KeyPolicy(int minLength, int maxLength) {
     public KeyCheck check(String headerName, List<String> headerValues) {
         Objects.requireNonNull(headerName, "headerName");
         if (headerValues == null || headerValues.isEmpty()) {
-            return reject(headerName, "is required.");
+            return KeyCheck.Rejected.missing(rule(headerName, "is required."));
         }
         // Two values could be two different keys; picking one would be a guess.
         if (headerValues.size() > 1) {
@@ -55,6 +55,10 @@ public record KeyPolicy(int minLength, int maxLength) {
     }
 
     private static KeyCheck reject(String headerName, String rule) {
-        return new KeyCheck.Rejected("The " + headerName + " header " + rule);
+        return KeyCheck.Rejected.malformed(rule(headerName, rule));
+    }
+
+    private static String rule(String headerName, String rule) {
+        return "The " + headerName + " header " + rule;
     }
 }

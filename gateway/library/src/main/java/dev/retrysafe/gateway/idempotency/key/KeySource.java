@@ -91,10 +91,10 @@ public sealed interface KeySource {
             }
             JsonNode value = root.at(tools.jackson.core.JsonPointer.compile(pointer.toString()));
             if (value.isMissingNode()) {
-                return reject("it is missing.");
+                return missing("it is missing.");
             }
             if (value.isNull()) {
-                return reject("it is null.");
+                return missing("it is null.");
             }
             if (value.isString()) {
                 return value.stringValue().isEmpty() ? reject("it is empty.") : derived("string", value.stringValue());
@@ -107,9 +107,17 @@ public sealed interface KeySource {
                     : value.isArray() ? "an array" : "a boolean") + ".");
         }
 
+        /** No value where the key is taken from: the event carries no id (null is no id either). */
+        private KeyCheck missing(String what) {
+            return KeyCheck.Rejected.missing(where() + what);
+        }
+
         private KeyCheck reject(String what) {
-            return new KeyCheck.Rejected("The idempotency key is taken from the request body at " + pointer + "; "
-                    + what);
+            return KeyCheck.Rejected.malformed(where() + what);
+        }
+
+        private String where() {
+            return "The idempotency key is taken from the request body at " + pointer + "; ";
         }
 
         private static KeyCheck derived(String type, String value) {

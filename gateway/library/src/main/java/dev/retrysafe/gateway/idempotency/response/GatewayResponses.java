@@ -1,7 +1,5 @@
 package dev.retrysafe.gateway.idempotency.response;
 
-import dev.retrysafe.gateway.idempotency.response.GatewayError;
-import dev.retrysafe.gateway.idempotency.response.ErrorEnvelope;
 import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
@@ -20,13 +18,17 @@ import reactor.core.publisher.Mono;
 import reactor.netty.Connection;
 import reactor.netty.channel.AbortedException;
 
-/** Writes what the gateway answers without calling the upstream: error envelopes and replays. */
+/** Writes what the gateway answers without calling the upstream: errors, in the route's contract, and replays. */
 public final class GatewayResponses {
     private static final Logger log = LoggerFactory.getLogger(GatewayResponses.class);
     private final Clock clock;
+    private final ErrorContract contract;
+    private final MediaType errorType;
 
-    public GatewayResponses(Clock clock) {
+    public GatewayResponses(Clock clock, ErrorContract contract) {
         this.clock = clock;
+        this.contract = contract;
+        this.errorType = MediaType.parseMediaType(contract.mediaType());
     }
 
     public Mono<Void> error(ServerWebExchange exchange, GatewayError error) {
@@ -34,10 +36,10 @@ public final class GatewayResponses {
         if (response.isCommitted()) {
             return Mono.empty();
         }
-        byte[] body = ErrorEnvelope.json(error.status(), error.message(), OffsetDateTime.now(clock));
-        response.setStatusCode(HttpStatusCode.valueOf(error.status()));
+        byte[] body = contract.body(error, OffsetDateTime.now(clock));
+        response.setStatusCode(HttpStatusCode.valueOf(contract.status(error.kind())));
         HttpHeaders headers = response.getHeaders();
-        headers.setContentType(MediaType.APPLICATION_JSON);
+        headers.setContentType(errorType);
         headers.setContentLength(body.length);
         error.retryAfter().ifPresent(delay ->
                 headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, delay.toSeconds()))));

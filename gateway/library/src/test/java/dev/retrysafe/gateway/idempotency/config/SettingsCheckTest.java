@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.InvalidRouteSetting;
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration;
 import org.springframework.boot.diagnostics.FailureAnalysis;
@@ -129,6 +131,47 @@ class SettingsCheckTest {
                 ROUTE + "filters[0].args.fingerprint-ignore=/sentAt,/meta/*/requestId,/a~1b",
                 ROUTE + "filters[0].args.fingerprint-headers=X-Api-Version,X-Channel")
                 .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void anUnknownContractOnARouteFailsTheStartupNamingTheAllowedOnes() {
+        runner.withPropertyValues(ROUTE + "id=legacy", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/legacy/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.contract=rfc9457").run(context -> {
+            assertThat(context).hasFailed();
+            String description = new SettingsFailureAnalyzer(new StandardEnvironment())
+                    .analyze(context.getStartupFailure()).getDescription();
+            assertThat(description).contains("route 'legacy'")
+                    .contains("contract must be one of onboarding, ietf; was 'rfc9457'")
+                    .contains("Set on the route: arg contract");
+        });
+    }
+
+    @Test
+    void eitherContractStartsOnARouteAndAsTheDefault() {
+        runner.withPropertyValues("idempotency.contract=ietf", ROUTE + "id=legacy", ROUTE + "uri=http://localhost:1",
+                ROUTE + "predicates[0]=Path=/legacy/**", ROUTE + "filters[0].name=Idempotency",
+                ROUTE + "filters[0].args.contract=onboarding").run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context.getBean(IdempotencyProperties.class).contract()).isEqualTo(ErrorContract.IETF);
+        });
+        runner.run(context -> assertThat(context.getBean(IdempotencyProperties.class).contract())
+                .isEqualTo(ErrorContract.ONBOARDING));
+    }
+
+    @Test
+    void anUnknownDefaultContractFailsTheStartupOnTheProperty() {
+        runner.withPropertyValues("idempotency.contract=rfc9457").run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause().hasMessageContaining("rfc9457");
+            Throwable failure = context.getStartupFailure();
+            while (failure != null && !(failure instanceof BindException)) {
+                failure = failure.getCause();
+            }
+            // Spring Boot's analysis of it lists the enum's values.
+            assertThat(failure).isInstanceOfSatisfying(BindException.class, bind ->
+                    assertThat(bind.getProperty().getName()).hasToString("idempotency.contract"));
+        });
     }
 
     @Test

@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retrysafe.gateway.idempotency.config.IdempotencyProperties;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
@@ -11,6 +12,8 @@ import dev.retrysafe.gateway.idempotency.observability.TraceIds;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
+import dev.retrysafe.gateway.idempotency.response.ErrorContract;
+import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
@@ -66,6 +69,8 @@ import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Each branch of the {@code Idempotency} filter, without HTTP and without Redis: the filter is built by its factory
@@ -493,6 +498,116 @@ class IdempotencyGatewayFilterTest {
         assertThat(upstream.calls).hasValue(1);
     }
 
+    // ---- the IETF contract (route arg contract: ietf)
+
+    @Test
+    void underTheIetfContractAMissingKeyIs400ProblemDetailsAndNotForwarded() {
+        MockServerWebExchange exchange = send(ietf(), post().body(BODY));
+
+        assertProblem(exchange, 400, "idempotency-key-missing", "Idempotency key is missing",
+                "The Idempotency-Key header is required.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void underTheIetfContractAMalformedKeyIs400ProblemDetailsAndNotForwarded() {
+        assertProblem(send(ietf(), post().header("Idempotency-Key", "a".repeat(65)).body(BODY)), 400,
+                "idempotency-key-invalid", "Idempotency key is invalid",
+                "The Idempotency-Key header must be at most 64 characters long.");
+        assertProblem(send(ietf(), post().header("Idempotency-Key", "order 7f3a9c1e 0b2d").body(BODY)), 400,
+                "idempotency-key-invalid", "Idempotency key is invalid",
+                "The Idempotency-Key header may only contain letters, digits, '-' and '_'.");
+        assertThat(upstream.calls).hasValue(0);
+        assertThat(store.size()).isZero();
+    }
+
+    @Test
+    void underTheIetfContractAnEventWithoutItsIdIsAMissingKey() {
+        IdempotencyGatewayFilterFactory.Config config = ietf();
+        config.setKeyFrom("body:/id");
+
+        assertProblem(send(config, post().body("{\"type\":\"ping\"}")), 400, "idempotency-key-missing",
+                "Idempotency key is missing",
+                "The idempotency key is taken from the request body at /id; it is missing.");
+        assertThat(upstream.calls).hasValue(0);
+    }
+
+    @Test
+    void underTheIetfContractTheSameKeyWithAnotherPayloadIs422ProblemDetails() {
+        GatewayFilter filter = filter(ietf());
+        through(filter, keyed().body(BODY));
+        MockServerWebExchange other = through(filter, keyed().body("{\"merchant\":\"acme\",\"amount\":43}"));
+
+        assertProblem(other, 422, "idempotency-key-reused", "Idempotency key is already used",
+                "The idempotency key was already used with a different payload.");
+        assertThat(upstream.calls).hasValue(1);
+    }
+
+    @Test
+    void underTheIetfContractADuplicateOfARequestInFlightIs409ProblemDetailsWithRetryAfter() throws Exception {
+        IdempotencyGatewayFilterFactory.Config config = ietf();
+        config.setInFlightWait(Duration.ZERO);
+        GatewayFilter filter = filter(config);
+        Sinks.Empty<Void> answer = upstream.holdNextAnswer();
+        CompletableFuture<Void> first = filter.filter(exchange(keyed().body(BODY)), upstream).toFuture();
+        assertThat(store.record(scope).orElseThrow().state()).isEqualTo(RecordState.IN_FLIGHT);
+
+        MockServerWebExchange duplicate = through(filter, keyed().body(BODY));
+
+        assertProblem(duplicate, 409, "request-in-flight", "A request is outstanding for this idempotency key",
+                "A request with this idempotency key is still being processed. Retry later with the same key and "
+                        + "payload.");
+        assertThat(duplicate.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(upstream.calls).hasValue(1);
+        answer.tryEmitEmpty();
+        first.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    @Test
+    void underTheIetfContractTheRetryOfAnUncertainRequestIs409ProblemDetailsWithRetryAfter() {
+        GatewayFilter filter = filter(ietf());
+        upstream.failNextWith(new TimeoutException("response timeout"));
+        MockServerWebExchange timedOut = through(filter, keyed().body(BODY));
+        assertProblem(timedOut, 504, "upstream-timeout", "Upstream timed out, outcome unknown",
+                GatewayError.outcomeUnknownTimeout().message());
+
+        MockServerWebExchange retry = through(filter, keyed().body(BODY));
+
+        assertProblem(retry, 409, "outcome-uncertain", "The outcome of the request with this idempotency key is "
+                + "unknown", GatewayError.uncertainRetry(Duration.ofSeconds(1)).message());
+        assertThat(retry.getResponse().getHeaders().getFirst(HttpHeaders.RETRY_AFTER)).isEqualTo("1");
+        assertThat(upstream.calls).as("an uncertain request is not sent again").hasValue(1);
+    }
+
+    @Test
+    void theIetfContractCanBeTheDefaultAndARouteCanStillChooseOnboarding() {
+        RouteDefaults ietfByDefault = withContract(defaults(false), ErrorContract.IETF);
+        MockServerWebExchange byDefault = exchange(post().body(BODY));
+        factory(ietfByDefault, store).apply(new IdempotencyGatewayFilterFactory.Config()).filter(byDefault, upstream)
+                .block(WAIT);
+        assertThat(byDefault.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(400));
+
+        IdempotencyGatewayFilterFactory.Config onboarding = new IdempotencyGatewayFilterFactory.Config();
+        onboarding.setContract("onboarding");
+        MockServerWebExchange chosen = exchange(post().body(BODY));
+        factory(ietfByDefault, store).apply(onboarding).filter(chosen, upstream).block(WAIT);
+        assertEnvelope(chosen, 422, "The Idempotency-Key header is required.");
+    }
+
+    @Test
+    void anUnknownContractIsRefusedNamingTheArgAndTheAllowedValues() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setRouteId("r");
+        config.setContract("rfc9457");
+
+        assertThatThrownBy(() -> filter(config)).isInstanceOfSatisfying(InvalidRouteSetting.class, invalid -> {
+            assertThat(invalid.setting()).contains("contract");
+            assertThat(invalid.setOnRoute()).isTrue();
+            assertThat(invalid.rule()).isEqualTo("contract must be one of onboarding, ietf; was 'rfc9457'");
+        });
+    }
+
     @Test
     void anUpstreamNeverReachedFreesTheKeyForTheRetry() {
         upstream.failNextWith(new ConnectException("Connection refused"));
@@ -853,7 +968,7 @@ class IdempotencyGatewayFilterTest {
         return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
                 p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
                 p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.requestBodyTimeout(), storeTimeout, p.retryAfter(), forwardWhenStoreUnavailable,
+                p.contract(), p.requestBodyTimeout(), storeTimeout, p.retryAfter(), forwardWhenStoreUnavailable,
                 p.rememberedFingerprints());
     }
 
@@ -876,6 +991,36 @@ class IdempotencyGatewayFilterTest {
         assertThat(exchange.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_JSON);
         assertThat(body(exchange)).isEqualTo("{\"status\":{\"status\":\"FAILED\",\"reason\":" + status
                 + ",\"message\":\"" + message + "\",\"date\":\"" + date + "\"}}");
+    }
+
+    /** An RFC 9457 body with exactly these members, in this order, as the IETF contract writes it. */
+    static void assertProblem(MockServerWebExchange exchange, int status, String type, String title, String detail) {
+        assertThat(exchange.getResponse().getStatusCode()).isEqualTo(HttpStatusCode.valueOf(status));
+        assertThat(exchange.getResponse().getHeaders().getContentType()).isEqualTo(MediaType.APPLICATION_PROBLEM_JSON);
+        String body = body(exchange);
+        JsonNode problem = JsonMapper.builder().build().readTree(body);
+        assertThat(problem.propertyNames()).containsExactly("type", "title", "status", "detail");
+        assertThat(problem.get("type").asString()).isEqualTo("https://retrysafe.dev/problems/" + type);
+        assertThat(problem.get("title").asString()).isEqualTo(title);
+        assertThat(problem.get("status").isInt()).isTrue();
+        assertThat(problem.get("status").asInt()).isEqualTo(status);
+        assertThat(problem.get("detail").asString()).isEqualTo(detail);
+        assertThat(exchange.getResponse().getHeaders().getContentLength())
+                .isEqualTo(body.getBytes(StandardCharsets.UTF_8).length);
+    }
+
+    static IdempotencyGatewayFilterFactory.Config ietf() {
+        IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
+        config.setContract("ietf");
+        return config;
+    }
+
+    static RouteDefaults withContract(RouteDefaults d, ErrorContract contract) {
+        return new RouteDefaults(d.keyHeader(), d.keyMinLength(), d.keyMaxLength(), d.methods(), d.unorderedArrays(),
+                d.replayStatus(), d.neverStoredHeaders(), d.inFlightWait(), d.inFlightLease(), d.retention(),
+                d.releaseOnStatus(), d.maxRequestBytes(), d.maxStoredResponseBytes(), d.upstreamHonoursKey(), contract,
+                d.requestBodyTimeout(), d.storeTimeout(), d.retryAfter(), d.forwardWhenStoreUnavailable(),
+                d.rememberedFingerprints());
     }
 
     void assertUncertainConflict(MockServerWebExchange exchange) {

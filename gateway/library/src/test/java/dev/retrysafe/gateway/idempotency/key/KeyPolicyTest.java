@@ -34,51 +34,51 @@ class KeyPolicyTest {
     }
 
     @Test
-    void rejectsAMissingHeader() {
+    void rejectsAMissingHeaderAsMissing() {
         String expected = "The Idempotency-Key header is required.";
-        assertThat(policy.check(HEADER, null)).isEqualTo(new KeyCheck.Rejected(expected));
-        assertThat(policy.check(HEADER, List.of())).isEqualTo(new KeyCheck.Rejected(expected));
+        assertThat(policy.check(HEADER, null)).isEqualTo(KeyCheck.Rejected.missing(expected));
+        assertThat(policy.check(HEADER, List.of())).isEqualTo(KeyCheck.Rejected.missing(expected));
     }
 
     @Test
     void rejectsAHeaderSentTwiceEvenWithTheSameValue() {
         String key = "8f1c2d3e4a5b6c7d8e9f0a1b";
         assertThat(policy.check(HEADER, List.of(key, key)))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be sent only once."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be sent only once."));
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"", " ", "   \t  "})
     void rejectsAnEmptyOrBlankValue(String value) {
         assertThat(policy.check(HEADER, List.of(value)))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must not be empty."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must not be empty."));
     }
 
     @Test
     void rejectsANullValueAsEmpty() {
         assertThat(policy.check(HEADER, Collections.singletonList(null)))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must not be empty."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must not be empty."));
     }
 
     @Test
     void rejectsOneCharacterBelowTheMinimum() {
         assertThat(policy.check(HEADER, List.of("a".repeat(15))))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be at least 16 characters long."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at least 16 characters long."));
     }
 
     @Test
     void rejectsOneCharacterAboveTheMaximum() {
         assertThat(policy.check(HEADER, List.of("a".repeat(65))))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be at most 64 characters long."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at most 64 characters long."));
     }
 
     @Test
     void messagesCarryTheConfiguredLimits() {
         KeyPolicy other = new KeyPolicy(20, 30);
         assertThat(other.check(HEADER, List.of("a".repeat(19))))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be at least 20 characters long."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at least 20 characters long."));
         assertThat(other.check(HEADER, List.of("a".repeat(31))))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be at most 30 characters long."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at most 30 characters long."));
     }
 
     @ParameterizedTest
@@ -92,14 +92,14 @@ class KeyPolicyTest {
             "8f1c2d3e4a5b6c7d8e9f0a1b\r\nX-Injected: 1"})
     void rejectsCharactersOutsideTheAllowedSet(String value) {
         assertThat(policy.check(HEADER, List.of(value)))
-                .isEqualTo(new KeyCheck.Rejected(
+                .isEqualTo(KeyCheck.Rejected.malformed(
                         "The Idempotency-Key header may only contain letters, digits, '-' and '_'."));
     }
 
     @Test
     void doesNotTrimSurroundingSpaces() {
         assertThat(policy.check(HEADER, List.of(" 8f1c2d3e4a5b6c7d8e9f0a1b ")))
-                .isEqualTo(new KeyCheck.Rejected(
+                .isEqualTo(KeyCheck.Rejected.malformed(
                         "The Idempotency-Key header may only contain letters, digits, '-' and '_'."));
     }
 
@@ -107,10 +107,10 @@ class KeyPolicyTest {
     void appliesTheRulesInOrder() {
         // Too short and with a bad character: the length rule comes first.
         assertThat(policy.check(HEADER, List.of("a b")))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be at least 16 characters long."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at least 16 characters long."));
         // Sent twice, with one empty value: "only once" comes before "not empty".
         assertThat(policy.check(HEADER, Arrays.asList("", "8f1c2d3e4a5b6c7d8e9f0a1b")))
-                .isEqualTo(new KeyCheck.Rejected("The Idempotency-Key header must be sent only once."));
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be sent only once."));
     }
 
     @Test

@@ -79,25 +79,26 @@ class KeySourceTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-            "{\"type\":\"ping\"}            | it is missing.",
-            "{\"id\":null}                  | it is null.",
-            "{\"id\":\"\"}                  | it is empty.",
-            "{\"id\":{\"v\":1}}             | it must be a string or a number, was an object.",
-            "{\"id\":[1]}                   | it must be a string or a number, was an array.",
-            "{\"id\":true}                  | it must be a string or a number, was a boolean.",
-            "[\"id\"]                       | it is missing.",
-            "\"id\"                         | it is missing.",
-            "id=evt_1                       | the body is not valid JSON.",
-            "{\"id\":\"a\"} trailing        | the body is not valid JSON.",
-            "{\"id\":\"a\",\"id\":\"b\"}    | the body is not valid JSON."})
-    void anEventWithoutAUsableValueIsRejectedNamingWhereTheKeyWasLookedFor(String body, String what) {
-        assertThat(keyIn(EVENT_ID, body)).isEqualTo(new KeyCheck.Rejected(
+            "{\"type\":\"ping\"}            | it is missing.                                   | MISSING",
+            "{\"id\":null}                  | it is null.                                      | MISSING",
+            "{\"id\":\"\"}                  | it is empty.                                     | MALFORMED",
+            "{\"id\":{\"v\":1}}             | it must be a string or a number, was an object.  | MALFORMED",
+            "{\"id\":[1]}                   | it must be a string or a number, was an array.   | MALFORMED",
+            "{\"id\":true}                  | it must be a string or a number, was a boolean.  | MALFORMED",
+            "[\"id\"]                       | it is missing.                                   | MISSING",
+            "\"id\"                         | it is missing.                                   | MISSING",
+            "id=evt_1                       | the body is not valid JSON.                      | MALFORMED",
+            "{\"id\":\"a\"} trailing        | the body is not valid JSON.                      | MALFORMED",
+            "{\"id\":\"a\",\"id\":\"b\"}    | the body is not valid JSON.                      | MALFORMED"})
+    void anEventWithoutAUsableValueIsRejectedNamingWhereTheKeyWasLookedFor(String body, String what,
+            KeyCheck.Fault fault) {
+        assertThat(keyIn(EVENT_ID, body)).isEqualTo(new KeyCheck.Rejected(fault,
                 "The idempotency key is taken from the request body at /id; " + what));
     }
 
     @Test
     void anEmptyBodyIsNotJson() {
-        assertThat(keyIn(EVENT_ID, "")).isEqualTo(new KeyCheck.Rejected(
+        assertThat(keyIn(EVENT_ID, "")).isEqualTo(KeyCheck.Rejected.malformed(
                 "The idempotency key is taken from the request body at /id; the body is not valid JSON."));
     }
 

@@ -92,7 +92,8 @@ abstract class GatewayFilterTestBase {
                 "fingerprint-headers", "X-Api-Version"));
         route(registry, 14, "events", upstreamUri, "/events/**", Map.of("key-from", "body:/id"));
         route(registry, 15, "deliveries", upstreamUri, "/deliveries/**", Map.of("key-from", "header:X-GitHub-Delivery"));
-        // Subclasses add routes of their own from index 16 on: a shared index silently replaces a route.
+        route(registry, 16, "ietf", upstreamUri, "/ietf/**", Map.of("contract", "ietf", "in-flight-wait", "300ms"));
+        // Subclasses add routes of their own from index 17 on: a shared index silently replaces a route.
     }
 
     @BeforeEach

@@ -33,6 +33,17 @@ final class OpenApiContract {
             502, "UpstreamFailed",
             503, "IdempotencyUnavailable",
             504, "UpstreamTimeout");
+    /** The same for a route with {@code contract: ietf}. */
+    static final Map<Integer, String> IETF_RESPONSE_FOR_STATUS = Map.of(
+            400, "IetfBadRequest",
+            422, "IetfPayloadMismatch",
+            408, "IetfRequestBodyTimeout",
+            409, "IetfConflict",
+            413, "IetfRequestBodyTooLarge",
+            502, "IetfUpstreamFailed",
+            503, "IetfUnavailable",
+            504, "IetfUpstreamTimeout");
+    static final String PROBLEM_JSON = "application/problem+json";
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -64,6 +75,19 @@ final class OpenApiContract {
         return "/components/responses/" + response + "/content/application~1json/schema";
     }
 
+    /** The pointer to the problem details schema of a response component. */
+    static String problemSchemaOf(String response) {
+        return "/components/responses/" + response + "/content/application~1problem+json/schema";
+    }
+
+    /** The problem examples of a response component. */
+    List<JsonNode> problemExamples(String response) {
+        List<JsonNode> examples = new ArrayList<>();
+        document.at("/components/responses/" + response + "/content/application~1problem+json/examples")
+                .forEach(example -> examples.add(example.get("value")));
+        return examples;
+    }
+
     /** The messages of a response component's examples. */
     List<String> exampleMessages(String response) {
         List<String> messages = new ArrayList<>();
@@ -87,7 +111,30 @@ final class OpenApiContract {
         assertThat(exampleMessages(response).stream().map(OpenApiContract::withoutNumbers))
                 .as(response + " examples").contains(withoutNumbers(json.at("/status/message").asString()));
         assertThat(headers.getContentType()).hasToString("application/json");
+        assertRetryAfterDescribed(response, headers);
+    }
 
+    /**
+     * The same for a route with {@code contract: ietf}: an {@code application/problem+json} body that validates
+     * against the Ietf* component for its status, with its status, and a type, title and detail one of its examples
+     * shows (the detail up to the numbers in it).
+     */
+    void assertDescribesProblem(int status, HttpHeaders headers, byte[] body) {
+        String response = IETF_RESPONSE_FOR_STATUS.get(status);
+        assertThat(response).as("an Ietf response component for status " + status).isNotNull();
+        assertThat(headers.getContentType()).hasToString(PROBLEM_JSON);
+        JsonNode json = JSON.readTree(body);
+        assertThat(errors(problemSchemaOf(response), json)).as(response + ": " + json).isEmpty();
+        assertThat(json.get("status").asInt()).isEqualTo(status);
+        assertThat(problemExamples(response).stream().map(example -> List.of(example.get("type").asString(),
+                        example.get("title").asString(), withoutNumbers(example.get("detail").asString()))))
+                .as(response + " examples")
+                .contains(List.of(json.get("type").asString(), json.get("title").asString(),
+                        withoutNumbers(json.get("detail").asString())));
+        assertRetryAfterDescribed(response, headers);
+    }
+
+    private void assertRetryAfterDescribed(String response, HttpHeaders headers) {
         JsonNode retryAfter = document.at("/components/responses/" + response + "/headers/Retry-After");
         if (headers.getFirst(HttpHeaders.RETRY_AFTER) != null) {
             assertThat(retryAfter.isMissingNode()).as(response + " documents Retry-After").isFalse();

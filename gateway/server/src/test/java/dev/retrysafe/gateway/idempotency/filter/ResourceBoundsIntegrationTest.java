@@ -51,9 +51,9 @@ class ResourceBoundsIntegrationTest extends GatewayFilterTestBase {
     @DynamicPropertySource
     static void heldRoute(DynamicPropertyRegistry registry) {
         // The next index after GatewayFilterTestBase's routes: Spring binds the list only without gaps.
-        TestRoutes.route(registry, 16, "held-wait", held.uri(), "/held-wait/**", Map.of("in-flight-wait", "120s"));
+        TestRoutes.route(registry, 17, "held-wait", held.uri(), "/held-wait/**", Map.of("in-flight-wait", "120s"));
         // The context's response timeout (5 s) would end the held exchange as uncertain before the test releases it.
-        registry.add("spring.cloud.gateway.server.webflux.routes[16].metadata.response-timeout", () -> "120000");
+        registry.add("spring.cloud.gateway.server.webflux.routes[17].metadata.response-timeout", () -> "120000");
     }
 
     @Autowired
