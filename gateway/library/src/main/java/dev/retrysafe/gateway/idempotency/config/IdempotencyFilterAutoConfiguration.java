@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
+import dev.retrysafe.gateway.idempotency.filter.IdempotencyFilterServices;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
 import dev.retrysafe.gateway.idempotency.filter.UnguardedGatewayWarning;
@@ -97,10 +98,11 @@ public class IdempotencyFilterAutoConfiguration {
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
             RequestReports reports, ObjectProvider<HttpClientProperties> httpClient, Reconciler reconciler) {
-        return new IdempotencyGatewayFilterFactory(routeDefaults(properties), new MeteredIdempotencyStore(store, metrics), tenants,
-                Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
-                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout),
-                Optional.of(reconciler));
+        return new IdempotencyGatewayFilterFactory(routeDefaults(properties),
+                new IdempotencyFilterServices(new MeteredIdempotencyStore(store, metrics), tenants,
+                        Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
+                        Optional.of(reconciler)),
+                Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout));
     }
 
     /** One WARN when the gateway has no route using the filter: it would forward every write unguarded. */

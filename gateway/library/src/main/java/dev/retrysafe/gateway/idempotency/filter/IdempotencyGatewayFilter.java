@@ -1,6 +1,5 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
-import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
@@ -12,7 +11,6 @@ import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
@@ -20,7 +18,6 @@ import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.net.URI;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -51,28 +48,28 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
     private static final Logger log = LoggerFactory.getLogger(IdempotencyGatewayFilter.class);
 
+    private final GuardedRoute route;
     private final RoutePolicy policy;
-    private final IdempotencyStore store;
     private final TenantResolver tenants;
     private final GatewayResponses responses;
-    private final Clock clock;
     private final IdempotencyEvents events;
-    private final LeaseRenewals leases;
     private final RequestReports reports;
     private final Optional<Duration> responseTimeout;
 
-    public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyStore store, TenantResolver tenants, Clock clock,
-            IdempotencyEvents events, LeaseRenewals leases, RequestReports reports,
+    /**
+     * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
+     *                        bounds how long a forwarded request may wait for its answer before it is abandoned
+     */
+    public IdempotencyGatewayFilter(RoutePolicy policy, IdempotencyFilterServices services,
             Optional<Duration> responseTimeout) {
         this.policy = policy;
-        this.store = store;
-        this.tenants = tenants;
-        this.clock = clock;
-        this.events = events;
-        this.leases = leases;
-        this.reports = reports;
+        this.tenants = services.tenants();
+        this.events = services.events();
+        this.reports = services.reports();
         this.responseTimeout = responseTimeout;
-        this.responses = new GatewayResponses(clock, policy.contract());
+        this.responses = new GatewayResponses(services.clock(), policy.contract());
+        this.route = new GuardedRoute(policy, services.store(), services.events(), services.leases(), responses,
+                services.clock());
     }
 
     @Override
@@ -122,7 +119,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             report.detachFromClient();
             return detached(tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
-                    .flatMap(tenant -> guarded(new Guarded(exchange, chain, new IdempotencyScope(tenant,
+                    .flatMap(tenant -> guarded(new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
                             route(exchange).map(Route::getId).orElse(""), key), OwnerToken.random(),
                             fingerprint(request, body.bytes()), body.bytes(),
                             route(exchange).map(Route::getUri).map(URI::toString).orElse(""), report)))
@@ -220,28 +217,18 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private record Refusal(RequestOutcome outcome, GatewayError error) {
     }
 
-    /** One guarded request: its exchange, its scope and what was read of it. */
-    private record Guarded(ServerWebExchange exchange, GatewayFilterChain chain, IdempotencyScope scope,
-            OwnerToken owner, Fingerprint fingerprint, byte[] body, String upstream, RequestReport report) {
-    }
-
-    private Mono<Void> guarded(Guarded request) {
+    private Mono<Void> guarded(GuardedRequest request) {
         request.report().scope(request.scope());
-        ServerHttpRequest sent = request.exchange().getRequest();
-        return new ReservationLoop(policy, store, clock, request.scope(), request.fingerprint(), request.owner(),
-                request.upstream(), sent.getMethod().name(), sent.getURI().getRawPath(), request.report(),
-                lookup(request)).answer()
+        return new ReservationLoop(route, request, lookup(request)).answer()
                 .flatMap(answer -> apply(answer, request));
     }
 
     /** The one place an answer becomes a response, the report's outcome and, where there is one, an event. */
-    private Mono<Void> apply(Answer answer, Guarded request) {
+    private Mono<Void> apply(Answer answer, GuardedRequest request) {
         ServerWebExchange exchange = request.exchange();
         RequestReport report = request.report();
         if (answer instanceof Answer.Forward) {
-            return new UpstreamExchange(exchange, request.scope(), request.owner(), request.fingerprint(),
-                    request.body(), request.upstream(), report, policy, store, events, leases, responses)
-                    .send(request.chain(), stallLimits(exchange));
+            return new UpstreamExchange(route, request).send(request.chain(), stallLimits(exchange));
         }
         if (answer instanceof Answer.Replay replay) {
             report.outcome(RequestOutcome.REPLAY);
@@ -270,17 +257,10 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     }
 
     /**
-     * How long a forwarded exchange may show no progress before it is abandoned as UNCERTAIN. Awaiting the answer:
-     * the route's response timeout ({@code response-timeout} route metadata, else the gateway-wide
-     * {@code httpclient.response-timeout}) plus one lease, so that Spring Cloud Gateway's own timeout normally ends
-     * it first; without a timeout, no limit. Once the answer is coming: that timeout plus a renewal period, at least
-     * one lease. This bounds what no timeout covers, such as a client that stopped reading.
-     */
-    /**
      * On a reconciling route, the values its lookup names, kept with the record; none when the request lacks one
      * (it is then settled by an operator if its outcome becomes unknown).
      */
-    private Optional<LookupValues> lookup(Guarded request) {
+    private Optional<LookupValues> lookup(GuardedRequest request) {
         return policy.reconciliation()
                 .flatMap(reconciliation -> reconciliation.template().values(request.scope().key().value(),
                         request.body()))
@@ -296,6 +276,13 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                 : responseTimeout;
     }
 
+    /**
+     * How long a forwarded exchange may show no progress before it is abandoned as UNCERTAIN. Awaiting the answer:
+     * the route's response timeout ({@code response-timeout} route metadata, else the gateway-wide
+     * {@code httpclient.response-timeout}) plus one lease, so that Spring Cloud Gateway's own timeout normally ends
+     * it first; without a timeout, no limit. Once the answer is coming: that timeout plus a renewal period, at least
+     * one lease. This bounds what no timeout covers, such as a client that stopped reading.
+     */
     private UpstreamExchange.StallLimits stallLimits(ServerWebExchange exchange) {
         Duration lease = policy.inFlightLease();
         Optional<Duration> timeout = responseTimeout(exchange);

@@ -1,25 +1,17 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
-import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
-import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.decision.OutcomePolicy;
 import dev.retrysafe.gateway.idempotency.fingerprint.CanonicalJson;
 import dev.retrysafe.gateway.idempotency.fingerprint.RequestFingerprinter;
 import dev.retrysafe.gateway.idempotency.key.KeyPolicy;
 import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.pointer.JsonPointer;
-import dev.retrysafe.gateway.idempotency.observability.RequestReports;
-import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
-import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.reconcile.LookupTemplate;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.response.ErrorContract;
-import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
-import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -49,46 +41,20 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     private static final Pattern LEADING_ARG = Pattern.compile("([a-z]+(?:-[a-z]+)*) ");
 
     private final RouteDefaults defaults;
-    private final IdempotencyStore store;
-    private final TenantResolver tenants;
-    private final Clock clock;
-    private final IdempotencyEvents events;
-    private final ProcessWatcher processes;
-    private final ProcessStatusObserver statusObserver;
-    private final LeaseRenewals leases;
-    private final RequestReports reports;
+    private final IdempotencyFilterServices services;
     private final Optional<Duration> responseTimeout;
-    private final Optional<Reconciler> reconciler;
 
     /**
+     * @param defaults        every arg's value on a route that does not set it
      * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
      *                        bounds how long a forwarded request may wait for its answer before it is abandoned
      */
-    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyStore store,
-            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
+    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyFilterServices services,
             Optional<Duration> responseTimeout) {
-        this(defaults, store, tenants, clock, events, processes, statusObserver, leases, reports, responseTimeout,
-                Optional.empty());
-    }
-
-    /** @param reconciler looks up the UNCERTAIN records of routes with a {@code reconcile-uri} */
-    public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyStore store,
-            TenantResolver tenants, Clock clock, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases, RequestReports reports,
-            Optional<Duration> responseTimeout, Optional<Reconciler> reconciler) {
         super(Config.class);
         this.defaults = defaults;
-        this.store = store;
-        this.tenants = tenants;
-        this.clock = clock;
-        this.events = events;
-        this.processes = processes;
-        this.statusObserver = statusObserver;
-        this.leases = leases;
-        this.reports = reports;
+        this.services = services;
         this.responseTimeout = responseTimeout;
-        this.reconciler = reconciler;
     }
 
     @Override
@@ -96,10 +62,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         RoutePolicy policy = checkedPolicy(defaults, config);
         if (config.getRouteId() != null) {
             policy.processTracking().ifPresent(tracking -> {
-                statusObserver.register(config.getRouteId(), tracking, policy.retention());
-                processes.track(config.getRouteId(), tracking, policy.retention());
+                services.statusObserver().register(config.getRouteId(), tracking, policy.retention());
+                services.processes().track(config.getRouteId(), tracking, policy.retention());
             });
             policy.reconciliation().ifPresent(reconciliation -> {
+                Optional<Reconciler> reconciler = services.reconciler();
                 if (reconciler.isEmpty()) {
                     throw new IllegalStateException("Route " + config.getRouteId() + " has a reconcile-uri but the "
                             + "gateway has no Reconciler");
@@ -108,8 +75,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                         policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
             });
         }
-        return new IdempotencyGatewayFilter(policy, store, tenants, clock, events, leases, reports,
-                responseTimeout);
+        return new IdempotencyGatewayFilter(policy, services, responseTimeout);
     }
 
     /**

@@ -43,20 +43,19 @@ final class ReservationLoop {
     private final long waitDeadline;
     private final Optional<LookupValues> lookup;
 
-    ReservationLoop(RoutePolicy policy, IdempotencyStore store, Clock clock, IdempotencyScope scope,
-            Fingerprint fingerprint, OwnerToken owner, String upstream, String method, String path,
-            RequestReport report, Optional<LookupValues> lookup) {
-        this.policy = policy;
+    /** @param lookup on a reconciling route, the values its lookup names, kept with the record */
+    ReservationLoop(GuardedRoute route, GuardedRequest request, Optional<LookupValues> lookup) {
+        this.policy = route.policy();
+        this.store = route.store();
+        this.clock = route.clock();
         this.lookup = lookup;
-        this.store = store;
-        this.clock = clock;
-        this.scope = scope;
-        this.fingerprint = fingerprint;
-        this.owner = owner;
-        this.upstream = upstream;
-        this.method = method;
-        this.path = path;
-        this.report = report;
+        this.scope = request.scope();
+        this.fingerprint = request.fingerprint();
+        this.owner = request.owner();
+        this.upstream = request.upstream();
+        this.method = request.method();
+        this.path = request.path();
+        this.report = request.report();
         this.waitDeadline = clock.millis() + policy.inFlightWait().toMillis();
     }
 

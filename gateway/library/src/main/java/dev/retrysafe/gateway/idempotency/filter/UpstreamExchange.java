@@ -76,21 +76,19 @@ final class UpstreamExchange {
     private final Sinks.Empty<Void> nothingToLink = Sinks.empty();
     private volatile long lastProgressNanos = System.nanoTime();
 
-    UpstreamExchange(ServerWebExchange exchange, IdempotencyScope scope, OwnerToken owner, Fingerprint fingerprint,
-            byte[] body, String upstream, RequestReport report, RoutePolicy policy, IdempotencyStore store,
-            IdempotencyEvents events, LeaseRenewals leases, GatewayResponses responses) {
-        this.exchange = exchange;
-        this.scope = scope;
-        this.owner = owner;
-        this.fingerprint = fingerprint;
-        this.body = body;
-        this.upstream = upstream;
-        this.report = report;
-        this.policy = policy;
-        this.store = store;
-        this.events = events;
-        this.leases = leases;
-        this.responses = responses;
+    UpstreamExchange(GuardedRoute route, GuardedRequest request) {
+        this.exchange = request.exchange();
+        this.scope = request.scope();
+        this.owner = request.owner();
+        this.fingerprint = request.fingerprint();
+        this.body = request.body();
+        this.upstream = request.upstream();
+        this.report = request.report();
+        this.policy = route.policy();
+        this.store = route.store();
+        this.events = route.events();
+        this.leases = route.leases();
+        this.responses = route.responses();
     }
 
     /**

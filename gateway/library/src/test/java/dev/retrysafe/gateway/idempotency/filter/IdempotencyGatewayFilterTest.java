@@ -951,11 +951,13 @@ class IdempotencyGatewayFilterTest {
                 Duration.ofSeconds(1),
                 Duration.ofSeconds(60));
         watchers.add(processes);
-        return new IdempotencyGatewayFilterFactory(defaults, store, new PrincipalOrHeaderTenantResolver(null), clock,
-                events, processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
-                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), Optional.empty(),
+        return new IdempotencyGatewayFilterFactory(defaults, new IdempotencyFilterServices(store,
+                new PrincipalOrHeaderTenantResolver(null), clock, events, processes,
+                new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE),
                 Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
-                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), new IdempotencyMetrics(meters))));
+                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(),
+                        new IdempotencyMetrics(meters)))), Optional.empty());
     }
 
     /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
