@@ -35,6 +35,19 @@ class CompatibilityAndStarterDocsTest {
     }
 
     @Test
+    void theReadmesFirstScreenNamesTheStarter() throws Exception {
+        Element starter = pom(STARTER_POM);
+        Element parent = child(starter, "parent");
+        String readme = Files.readString(README);
+        String firstScreen = readme.substring(0, readme.indexOf("\n## "));
+        assertThat(firstScreen).as("the README before its first section")
+                .contains("`" + text(parent, "groupId") + ":" + text(starter, "artifactId") + ":"
+                        + text(parent, "version") + "`")
+                .contains("[Apache-2.0](LICENSE)")
+                .contains("| compatible with | version |");
+    }
+
+    @Test
     void theCompatibilityTableNamesTheVersionsTheBuildUses() throws Exception {
         Element pom = pom(PARENT_POM);
         String boot = text(child(pom, "parent"), "version");
