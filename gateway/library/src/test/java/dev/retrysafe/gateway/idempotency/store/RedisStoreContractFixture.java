@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import io.lettuce.core.ClientOptions;
@@ -55,7 +56,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
         connections = redis.connect(client);
         bytes = RedisProcess.bytesTemplate(connections);
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
-        store = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
+        store = new RedisIdempotencyStore(StoreConnection.open(connections), wakeUps, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
         processes = new RedisProcessQueue(bytes);
         lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
