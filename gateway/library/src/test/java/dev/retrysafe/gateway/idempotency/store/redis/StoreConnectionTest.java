@@ -11,12 +11,12 @@ import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.RedisStoreContractFixture;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.event.command.CommandListener;
 import io.lettuce.core.event.command.CommandStartedEvent;
@@ -44,12 +44,7 @@ import reactor.core.publisher.Flux;
  */
 class StoreConnectionTest {
     static final Duration WAIT = Duration.ofSeconds(10);
-    static final LettuceClientConfiguration AS_THE_GATEWAY = LettuceClientConfiguration.builder()
-            .clientOptions(ClientOptions.builder()
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                    .publishOnScheduler(true)
-                    .build())
-            .build();
+    static final LettuceClientConfiguration AS_THE_GATEWAY = RedisStoreContractFixture.AS_THE_GATEWAY;
     static RedisProcess redis;
 
     @BeforeAll
