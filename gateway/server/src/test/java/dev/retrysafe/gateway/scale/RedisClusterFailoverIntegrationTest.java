@@ -22,6 +22,7 @@ import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
+import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,9 +34,6 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.serializer.RedisSerializationContext;
-import org.springframework.data.redis.serializer.RedisSerializer;
 import reactor.core.publisher.Mono;
 
 /**
@@ -118,9 +116,7 @@ class RedisClusterFailoverIntegrationTest {
             waiter.listening().block(Duration.ofSeconds(10));
             otherInstance.afterPropertiesSet();
             otherInstance.start();
-            RedisIdempotencyStore store = new RedisIdempotencyStore(new ReactiveRedisTemplate<>(otherInstance,
-                    RedisSerializationContext.<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
-                            .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build()),
+            RedisIdempotencyStore store = new RedisIdempotencyStore(StoreConnection.open(otherInstance),
                     RedisWakeUps.on(otherInstance, new SettleSignals(), WakeUpChannel.SHARDED));
             OwnerToken owner = OwnerToken.random();
             store.reserve(request(inTheSameSlot, owner, false)).block(Duration.ofSeconds(10));

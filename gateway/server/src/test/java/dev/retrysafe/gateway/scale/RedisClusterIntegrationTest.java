@@ -25,6 +25,7 @@ import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
+import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
@@ -65,6 +66,7 @@ class RedisClusterIntegrationTest {
     /** For gateway instances reduced to their wake-ups and store, on the same Cluster. */
     static LettuceConnectionFactory connections;
     static ReactiveRedisTemplate<String, byte[]> bytes;
+    static StoreConnection storeConnection;
     final List<RedisWakeUps> instances = new ArrayList<>();
 
     @BeforeAll
@@ -78,6 +80,7 @@ class RedisClusterIntegrationTest {
                 Map.of("spring.data.redis.cluster.nodes", cluster.nodes()));
         connections = cluster.connect();
         bytes = BytesTemplate.of(connections);
+        storeConnection = StoreConnection.open(connections);
     }
 
     @AfterAll
@@ -330,7 +333,7 @@ class RedisClusterIntegrationTest {
     }
 
     private static RedisIdempotencyStore store(RedisWakeUps wakeUps) {
-        return new RedisIdempotencyStore(bytes, wakeUps);
+        return new RedisIdempotencyStore(storeConnection, wakeUps);
     }
 
     private static long pubSubBusMessages() {

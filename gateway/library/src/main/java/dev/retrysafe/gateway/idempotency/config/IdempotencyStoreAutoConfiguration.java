@@ -119,20 +119,28 @@ public class IdempotencyStoreAutoConfiguration {
         return new SettleSignals();
     }
 
-    /** The store's connection opened at startup, in the background, never on a request's thread. */
+    /**
+     * The store's connections (its own Lettuce connection, and Spring Data's shared one) opened at startup, in the
+     * background, never on a request's thread; the store's own one is closed with the context.
+     */
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     PreopenedConnections idempotencyStoreConnections(ReactiveRedisConnectionFactory connectionFactory) {
         return new PreopenedConnections(connectionFactory);
     }
 
+    /** Each call of a request one command on the store's own connection, no connection looked up per call. */
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(IdempotencyStore.class)
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory,
             PreopenedConnections connections, RedisWakeUps wakeUps, IdempotencyProperties properties,
             EncryptionKeys encryption) {
-        return new RedisIdempotencyStore(bytesTemplate(connections.connections()), wakeUps,
+        if (!(connectionFactory instanceof LettuceConnectionFactory)) {
+            throw new IllegalStateException("The Redis idempotency store needs the Lettuce Redis client (Spring Data "
+                    + "Redis's LettuceConnectionFactory)");
+        }
+        return new RedisIdempotencyStore(connections::store, wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
                 RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),

@@ -7,6 +7,8 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
+import dev.retrysafe.gateway.idempotency.store.redis.SlotTags;
+import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import io.lettuce.core.ClientOptions;
@@ -14,7 +16,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -23,13 +24,24 @@ import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 
 /**
- * The store contract on the Redis store: the Lua scripts on a real redis-server that a subclass starts, wired as the
- * auto-configuration wires them (Lettuce with the gateway's client options, wake-ups over pub/sub on the channel the
- * server's version calls for, no encryption, no replica acks). Time is the Redis server's: tests wait for its TIME to
- * pass a deadline.
+ * The store contract on the Redis store: the Lua scripts on a real Redis that a subclass starts (a redis-server here;
+ * a Sentinel-managed master or a Cluster in the server's tests), wired as the auto-configuration wires them (the
+ * store's own Lettuce connection with the gateway's client options, wake-ups over pub/sub on the channel the servers'
+ * version calls for, no encryption, no replica acks). Time is the Redis server's: tests wait for its TIME to pass a
+ * deadline.
  */
-abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
-    static RedisProcess redis;
+public abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
+    /**
+     * As IdempotencyStoreAutoConfiguration's Lettuce customizer: fail fast while disconnected, replies off the
+     * connection's thread.
+     */
+    public static final LettuceClientConfiguration AS_THE_GATEWAY = LettuceClientConfiguration.builder()
+            .clientOptions(ClientOptions.builder()
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .publishOnScheduler(true)
+                    .build())
+            .build();
+    static AutoCloseable redis;
     static LettuceConnectionFactory connections;
     static ReactiveRedisTemplate<String, byte[]> bytes;
     static RedisWakeUps wakeUps;
@@ -43,20 +55,22 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
 
     /** Called by each subclass's {@code @BeforeAll} with the redis-server it runs the contract on. */
     static void startStore(RedisProcess process) {
-        redis = process;
-        // As IdempotencyStoreAutoConfiguration's Lettuce customizer: fail fast while disconnected, replies off the
-        // connection's thread.
-        LettuceClientConfiguration client = LettuceClientConfiguration.builder()
-                .clientOptions(ClientOptions.builder()
-                        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                        .publishOnScheduler(true)
-                        .build())
-                .build();
-        connections = redis.connect(client);
+        startStore(process.connect(AS_THE_GATEWAY), process);
+    }
+
+    /**
+     * Called by a subclass's {@code @BeforeAll} with a started factory ({@link #AS_THE_GATEWAY}'s options) on the
+     * Redis it runs the contract on, and what stops that Redis.
+     */
+    public static void startStore(LettuceConnectionFactory factory, AutoCloseable servers) {
+        redis = servers;
+        connections = factory;
         bytes = RedisProcess.bytesTemplate(connections);
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
-        store = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(), SHORT);
-        processes = new RedisProcessQueue(bytes);
+        StoreConnection connection = StoreConnection.open(connections);
+        store = new RedisIdempotencyStore(() -> connection, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
+                SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL, connection.cluster());
+        processes = new RedisProcessQueue(bytes, connection.cluster());
         lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         wakeUps.start();
@@ -65,7 +79,7 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     }
 
     @AfterAll
-    static void stopRedis() {
+    static void stopRedis() throws Exception {
         if (wakeUps != null) {
             wakeUps.stop();
         }
@@ -112,18 +126,20 @@ abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     }
 
     /**
-     * Publishes a marker as the scripts publish a wake-up and waits for it to come back: on one redis-server all
-     * channels reach this instance over one connection, in the order Redis published them, so every wake-up
-     * published before has been delivered by then.
+     * Publishes a marker as the scripts publish a wake-up of the test's record and waits for it to come back: the
+     * marker is the tag of the record's slot, so it goes on the record's channel (on shard channels, the slot's, from
+     * the slot's master), which reaches this instance over one connection in the order Redis published on it; every
+     * wake-up of the record published before has been delivered by then.
      */
     @Override
     protected void deliverWakeUps() {
-        String marker = "marker-" + UUID.randomUUID();
+        String marker = SlotTags.sameSlotAs(scope.hash());
         try (SettleWaiter waiter = wakeUps.register(marker)) {
             waiter.listening().block(WAIT);
             WakeUpChannel channel = wakeUps.channel().block(WAIT);
-            bytes.execute(PUBLISH, List.of(), List.of(bytes(channel.channelOf(marker)), bytes(marker),
-                    bytes(channel == WakeUpChannel.SHARDED ? "1" : "0"))).blockLast(WAIT);
+            // A key of the slot: on a Cluster the script runs on the slot's master, which alone may SPUBLISH there.
+            bytes.execute(PUBLISH, List.of("marker:{" + marker + "}"), List.of(bytes(channel.channelOf(marker)),
+                    bytes(marker), bytes(channel == WakeUpChannel.SHARDED ? "1" : "0"))).blockLast(WAIT);
             waiter.settled().block(WAIT);
         }
     }

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.support;
 
+import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import java.time.Duration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
@@ -13,11 +14,13 @@ public final class RedisClient implements AutoCloseable {
     private final RedisProcess redis;
     private final LettuceConnectionFactory connections;
     private final ReactiveRedisTemplate<String, byte[]> bytes;
+    private final StoreConnection store;
 
     private RedisClient(RedisProcess redis) {
         this.redis = redis;
         connections = redis.connect();
         bytes = RedisProcess.bytesTemplate(connections);
+        store = StoreConnection.open(connections);
     }
 
     public static RedisClient start() {
@@ -32,6 +35,11 @@ public final class RedisClient implements AutoCloseable {
     /** Another started client of the same server, with connections of its own; destroy it when done. */
     public LettuceConnectionFactory connectAgain() {
         return redis.connect();
+    }
+
+    /** The store's own connection, as the auto-configuration opens it, on {@link #connections()}'s client. */
+    public StoreConnection store() {
+        return store;
     }
 
     public ReactiveRedisTemplate<String, byte[]> bytes() {
@@ -50,6 +58,7 @@ public final class RedisClient implements AutoCloseable {
 
     @Override
     public void close() {
+        store.close();
         connections.destroy();
         redis.close();
     }

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -16,12 +17,21 @@ final class LuaScripts {
     }
 
     static <T> RedisScript<T> load(String name, Class<T> type) {
+        return RedisScript.of(read(name), type);
+    }
+
+    /** For {@link StoreConnection}: run by SHA, its body sent only to a master that answers {@code NOSCRIPT}. */
+    static LuaScript script(String name, ScriptOutputType output) {
+        return LuaScript.of(name, read(name), output);
+    }
+
+    private static String read(String name) {
         String path = "META-INF/scripts/" + name;
         try (InputStream in = LuaScripts.class.getClassLoader().getResourceAsStream(path)) {
             if (in == null) {
                 throw new IllegalStateException("Lua script " + path + " is missing from the classpath");
             }
-            return RedisScript.of(new String(in.readAllBytes(), StandardCharsets.UTF_8), type);
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("Lua script " + path + " could not be read", e);
         }

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -14,15 +15,18 @@ import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
- * The store's connections, opened at startup and never on a request's thread. Spring Data's Lettuce factory opens
- * its shared connection on first use, synchronously and under its lock, bounded only by Lettuce's connect and
- * command timeouts (60 s by default): the first request after startup, and every request queued behind the lock,
- * would wait that long on a Redis that accepts and does not answer, and block the event loop that asked. Here the
- * shared connection is opened in the background from startup on, tried again every second while Redis cannot be
- * reached, and until it is open asking for a connection fails at once (the request gets its 503). Once open it is
- * Lettuce's own: it reconnects in the background, and while it is away commands are rejected at once.
+ * The store's connections, opened at startup and never on a request's thread: the store's own Lettuce connection
+ * ({@link StoreConnection}, which every per-request call uses) and Spring Data's shared one (which the process and
+ * reconcile queues, the unsettled index and the memory watch still use through the template). Spring Data's Lettuce
+ * factory opens its shared connection on first use, synchronously and under its lock, bounded only by Lettuce's
+ * connect and command timeouts (60 s by default): the first request after startup, and every request queued behind
+ * the lock, would wait that long on a Redis that accepts and does not answer, and block the event loop that asked.
+ * Here both are opened in the background from startup on, tried again every second while Redis cannot be reached,
+ * and until they are open asking for one fails at once (the request gets its 503). Once open they are Lettuce's own:
+ * it reconnects them in the background, and while one is away its commands are rejected at once. The store's
+ * connection is closed with the application ({@link #close()}).
  */
-public final class PreopenedConnections implements SmartLifecycle {
+public final class PreopenedConnections implements SmartLifecycle, AutoCloseable {
     static final Duration TRY_AGAIN_AFTER = Duration.ofSeconds(1);
     /**
      * How long startup waits for the first attempt (Lettuce's default connect timeout): a reachable Redis is open
@@ -32,7 +36,12 @@ public final class PreopenedConnections implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(PreopenedConnections.class);
 
     private final ReactiveRedisConnectionFactory connections;
+    /** Null without Lettuce's factory: there is no store connection of its own to open (nor a Redis store). */
+    private final Supplier<StoreConnection> openStore;
+    private volatile boolean sharedOpen;
+    private volatile StoreConnection store;
     private volatile boolean open;
+    private volatile boolean closed;
     /** Why the last attempt failed: a refused request says it (an untrusted certificate, a wrong password). */
     private volatile RuntimeException lastFailure;
     private volatile Thread opener;
@@ -40,13 +49,31 @@ public final class PreopenedConnections implements SmartLifecycle {
 
     public PreopenedConnections(ReactiveRedisConnectionFactory connections) {
         this.connections = connections;
+        this.openStore = connections instanceof LettuceConnectionFactory lettuce
+                ? () -> StoreConnection.open(lettuce)
+                : null;
         // Without a shared Lettuce connection each call opens its own, asynchronously: nothing to open first.
-        this.open = !(connections instanceof LettuceConnectionFactory lettuce) || !lettuce.getShareNativeConnection();
+        this.sharedOpen = !(connections instanceof LettuceConnectionFactory lettuce)
+                || !lettuce.getShareNativeConnection();
+        this.open = sharedOpen && openStore == null;
     }
 
-    /** Whether the shared connection has been opened (and from then on is Lettuce's to keep). */
+    /** Whether the connections have been opened (and from then on are Lettuce's to keep). */
     public boolean isOpen() {
         return open;
+    }
+
+    /**
+     * The store's own connection once the connections are open; until then a {@link NotOpenYet} (the call is never
+     * sent). A volatile read: nothing is looked up or opened per call.
+     */
+    public StoreConnection store() {
+        if (openStore == null) {
+            throw new IllegalStateException("The idempotency store's own connection needs Lettuce's connection "
+                    + "factory");
+        }
+        requireOpen();
+        return store;
     }
 
     /**
@@ -113,9 +140,15 @@ public final class PreopenedConnections implements SmartLifecycle {
         boolean warned = false;
         while (!open && opener == Thread.currentThread()) {
             try {
-                connections.getReactiveConnection().closeLater().subscribe();
+                if (!sharedOpen) {
+                    connections.getReactiveConnection().closeLater().subscribe();
+                    sharedOpen = true;
+                }
+                if (openStore != null && store == null) {
+                    keep(openStore.get());
+                }
                 open = true;
-                log.info("Redis connection of the idempotency store open");
+                log.info("Redis connections of the idempotency store open");
                 firstAttempt.countDown();
             } catch (RuntimeException e) {
                 lastFailure = e;
@@ -134,7 +167,16 @@ public final class PreopenedConnections implements SmartLifecycle {
         }
     }
 
-    /** Asked before the shared connection was open: the call was never sent. */
+    /** Kept, unless the application was closed while it was being opened. */
+    private synchronized void keep(StoreConnection opened) {
+        if (closed) {
+            opened.close();
+            throw new IllegalStateException("closed while opening");
+        }
+        store = opened;
+    }
+
+    /** Asked before the connections were open: the call was never sent. */
     static final class NotOpenYet extends RedisConnectionFailureException {
         NotOpenYet(String message) {
             super(message);
@@ -165,5 +207,16 @@ public final class PreopenedConnections implements SmartLifecycle {
     @Override
     public boolean isRunning() {
         return opener != null;
+    }
+
+    /** Closes the store's connection: after every lifecycle stop, before Spring's factory (which it depends on). */
+    @Override
+    public synchronized void close() {
+        closed = true;
+        stop();
+        StoreConnection opened = store;
+        if (opened != null) {
+            opened.close();
+        }
     }
 }

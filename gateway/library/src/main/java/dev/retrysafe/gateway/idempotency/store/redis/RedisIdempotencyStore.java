@@ -20,17 +20,22 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Mono;
 
 /**
  * The store on Redis: one hash per scope, {@code idempotency:{<scope hash>}}, changed only by the Lua scripts under
  * {@code META-INF/scripts}. The braces are a hash tag, so a record stays in one slot of a Redis Cluster. Key names
  * carry only the hash: Redis never sees a raw tenant or key.
+ *
+ * <p>Every call of a request (reserve, renew, complete with a Cluster's process link and directory calls, release,
+ * mark uncertain, process ended, and the look-soon they ask of the reconcile queue) is one command on the store's own
+ * Lettuce connection ({@link StoreConnection}: scripts by SHA, no connection looked up per call); with
+ * {@code idempotency.replica-acks}, reserve and complete run on {@link ReplicaAcks}'s connections, which can
+ * {@code WAIT}. The process and reconcile queues, the unsettled index, the memory watch, the operator's inspector and
+ * the health check still go through Spring Data's template.
  */
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyStore.class);
@@ -43,17 +48,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     public static final Duration RELEASED_OWNERS_TTL = Duration.ofMinutes(1);
 
-    @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> RESERVE = LuaScripts.load("idempotency_reserve.lua", List.class);
-    private static final RedisScript<Long> COMPLETE = LuaScripts.load("idempotency_complete.lua", Long.class);
-    private static final RedisScript<Long> RELEASE = LuaScripts.load("idempotency_release.lua", Long.class);
-    private static final RedisScript<Long> RENEW = LuaScripts.load("idempotency_renew.lua", Long.class);
-    private static final RedisScript<Long> UNCERTAIN = LuaScripts.load("idempotency_uncertain.lua", Long.class);
-    static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
+    private static final LuaScript RESERVE = LuaScripts.script("idempotency_reserve.lua", ScriptOutputType.MULTI);
+    private static final LuaScript COMPLETE = LuaScripts.script("idempotency_complete.lua", ScriptOutputType.INTEGER);
+    private static final LuaScript RELEASE = LuaScripts.script("idempotency_release.lua", ScriptOutputType.INTEGER);
+    private static final LuaScript RENEW = LuaScripts.script("idempotency_renew.lua", ScriptOutputType.INTEGER);
+    private static final LuaScript UNCERTAIN = LuaScripts.script("idempotency_uncertain.lua", ScriptOutputType.INTEGER);
+    private static final LuaScript PROCESS_ENDED = LuaScripts.script("idempotency_process_ended.lua",
+            ScriptOutputType.INTEGER);
     private static final byte[] YES = bytes("1");
     private static final byte[] NO = bytes("0");
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    /** The store's connection; until it is open, a {@link PreopenedConnections.NotOpenYet}. */
+    private final Supplier<StoreConnection> redis;
     private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
     private final LookupValuesCodec lookupValues;
@@ -63,28 +69,25 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** A Redis Cluster: the process directory and links cannot share the record's script (other slots). */
     private final boolean cluster;
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps) {
+    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps) {
         this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
     }
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
+    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
         this(redis, wakeUps, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
     }
 
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
+    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
             Duration firstProcessPoll) {
-        this(redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL,
-                clusterAware(redis));
-    }
-
-    /** Whether the template's own factory is Lettuce's, on a Redis Cluster (a gated or wrapping factory says not). */
-    private static boolean clusterAware(ReactiveRedisTemplate<String, byte[]> redis) {
-        return redis.getConnectionFactory() instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
+        this(() -> redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL,
+                redis.cluster());
     }
 
     /**
+     * @param redis         the store's connection: {@link PreopenedConnections#store()}, which refuses at once until
+     *                      it is open
      * @param wakeUps       the channel the scripts publish wake-ups on, and this instance's waiters
      * @param compressAbove stored bodies of at least this many bytes are deflated when that saves space
      * @param encryption    seals stored responses when enabled (AES-GCM); {@link EncryptionKeys#none()} for plain
@@ -96,7 +99,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * @param cluster       a Redis Cluster: a 202's process link and directory entry are written in calls of their
      *                      own (other slots than the record's), not in the store step
      */
-    public RedisIdempotencyStore(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
+    public RedisIdempotencyStore(Supplier<StoreConnection> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
             Duration firstProcessPoll, Duration releasedOwnersTtl, boolean cluster) {
         this.redis = redis;
@@ -176,7 +179,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {
         IdempotencyScope scope = r.scope();
         if (replicaAcks.isPresent()) {
-            return replicaAcks.get().run(RESERVE, ScriptOutputType.MULTI, reserveKeys(scope), args)
+            return replicaAcks.get().run(RESERVE, reserveKeys(scope), args)
                     .flatMap(acked -> lookSoonIfQueued((List<?>) acked.reply(), scope).thenReturn(acked))
                     .flatMap(acked -> {
                         Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
@@ -189,7 +192,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                         return Mono.just(reservation);
                     });
         }
-        return redis.execute(RESERVE, reserveKeys(scope), args).next()
+        return this.<List<?>>script(RESERVE, reserveKeys(scope), args)
                 .flatMap(reply -> lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope)));
     }
 
@@ -199,7 +202,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     private Mono<Void> lookSoonIfQueued(List<?> reply, IdempotencyScope scope) {
         return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)))
-                ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                ? connection().flatMap(c -> RedisReconcileQueue.lookSoon(c, scope.hash(), Duration.ZERO))
+                        .onErrorComplete()
                 : Mono.empty();
     }
 
@@ -211,7 +215,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
-        return redis.execute(RENEW, List.of(recordKey(scope)), List.of(bytes(owner.value()), millis(lease))).next()
+        return this.<Long>script(RENEW, List.of(recordKey(scope)), List.of(bytes(owner.value()), millis(lease)))
                 .map(changed -> changed == 1L);
     }
 
@@ -246,13 +250,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         // Where to look is said before the store step queues the process (a gateway dying right after it has said it
         // already) and again after it (a look racing the step cannot have dropped the slot), with the link. A failure
         // of theirs must not cost the result: the store step runs anyway, and an unlinked process is still polled.
-        return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
+        return connection().flatMap(r -> RedisProcessQueue.lookSoon(r, scope.hash(), firstProcessPoll))
+                .onErrorComplete()
                 .then(store(scope, slotKeys, args))
                 .flatMap(result -> !result.stored()
                         ? Mono.just(result)
-                        : Mono.when(RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll)
+                        : Mono.when(connection().flatMap(r -> RedisProcessQueue.lookSoon(r, scope.hash(),
+                                                firstProcessPoll))
                                         .onErrorComplete(),
-                                redis.opsForValue().set(link, bytes(scope.hash()), c.ttl())
+                                connection().flatMap(r -> r.set(link, bytes(scope.hash()), c.ttl()))
                                         .doOnError(e -> log.warn("Process {} of scope {} could not be linked to its "
                                                 + "record ({}): its end is seen by polling, not by a status read",
                                                 c.processId().get(), scope.hash(), e.toString()))
@@ -263,14 +269,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private Mono<CompletionResult> store(IdempotencyScope scope, List<String> keys, List<byte[]> args) {
         Mono<CompletionResult> stored;
         if (replicaAcks.isPresent()) {
-            stored = replicaAcks.get().run(COMPLETE, ScriptOutputType.INTEGER, keys, args)
+            stored = replicaAcks.get().run(COMPLETE, keys, args)
                     .flatMap(acked -> settle(scope, Mono.just((Long) acked.reply()))
                             .map(RedisIdempotencyStore::completionResult)
                             .map(result -> result.stored() && !acked.enough()
                                     ? CompletionResult.STORED_UNACKNOWLEDGED
                                     : result));
         } else {
-            stored = settle(scope, redis.execute(COMPLETE, keys, args).next())
+            stored = settle(scope, script(COMPLETE, keys, args))
                     .map(RedisIdempotencyStore::completionResult);
         }
         return stored;
@@ -289,24 +295,25 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         return wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> settle(scope, redis.execute(RELEASE, List.of(recordKey(scope),
+                .flatMap(wakeUp -> settle(scope, script(RELEASE, List.of(recordKey(scope),
                                 releasedOwnersKey(scope.hash()), UnsettledIndex.inFlightKey(scope.hash()),
                                 UnsettledIndex.uncertainKey(scope.hash())),
-                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(releasedOwnersTtl)))).next()))
+                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(releasedOwnersTtl))))))
                 .map(RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
         return wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> settle(scope, redis.execute(UNCERTAIN, List.of(recordKey(scope),
+                .flatMap(wakeUp -> settle(scope, script(UNCERTAIN, List.of(recordKey(scope),
                                 UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
                                 RedisReconcileQueue.queueKey(scope.hash())),
-                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of())).next()))
+                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of()))))
                 // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
                 // later: a look that comes early only learns when the slot's first lookup is due).
                 .flatMap(result -> result == 3L
-                        ? RedisReconcileQueue.lookSoon(redis, scope.hash(), Duration.ZERO).onErrorComplete()
+                        ? connection().flatMap(c -> RedisReconcileQueue.lookSoon(c, scope.hash(), Duration.ZERO))
+                                .onErrorComplete()
                                 .thenReturn(SettleResult.DONE)
                         : Mono.just(settleResult(result)));
     }
@@ -321,11 +328,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
-        return redis.opsForValue().get(processKey(routeId, processId))
+        return connection().flatMap(r -> r.get(processKey(routeId, processId)))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
-                .flatMap(scopeHash -> redis.execute(PROCESS_ENDED,
+                .flatMap(scopeHash -> this.<Long>script(PROCESS_ENDED,
                         List.of(recordKey(scopeHash), RedisProcessQueue.pendingKey(scopeHash)),
-                        List.of(bytes(processId), bytes(terminalValue), millis(retention), bytes(scopeHash))).next())
+                        List.of(bytes(processId), bytes(terminalValue), millis(retention), bytes(scopeHash))))
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
     }
@@ -338,6 +345,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public SettleWaiter awaitSettle(IdempotencyScope scope) {
         return wakeUps.register(scope.hash());
+    }
+
+    /** The store's connection, or the error it was refused with (not open yet): an error signal, never a throw. */
+    private Mono<StoreConnection> connection() {
+        return Mono.fromSupplier(redis);
+    }
+
+    private <T> Mono<T> script(LuaScript script, List<String> keys, List<byte[]> args) {
+        return connection().flatMap(r -> r.<T>run(script, keys, args));
     }
 
     private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {

@@ -4,6 +4,7 @@ import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStor
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.recordKey;
 
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
+import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,9 +38,13 @@ public final class RedisProcessQueue implements ProcessQueue {
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> SLOTS = LuaScripts.load("idempotency_process_slots.lua", List.class);
+    /** The same script, run by the store over its own connection. */
+    private static final LuaScript SOONER = LuaScripts.script("idempotency_process_slots.lua", ScriptOutputType.MULTI);
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final RedisScript<Long> POLL_LATER = LuaScripts.load("idempotency_process_poll_later.lua", Long.class);
+    /** The store's own script for a process that ended (a status read through the gateway runs it there). */
+    private static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
 
     /** Slots put back in one call to the directory. */
     private static final int SLOTS_PER_RESTORE = 500;
@@ -67,9 +72,12 @@ public final class RedisProcessQueue implements ProcessQueue {
         return PENDING_PREFIX + "{" + tag + "}";
     }
 
-    /** Look into the record's slot within {@code delay}: called around the store step of a 202 naming a process. */
-    static Mono<Void> lookSoon(ReactiveRedisTemplate<String, byte[]> redis, String scopeHash, Duration delay) {
-        return redis.execute(SLOTS, List.of(DIRECTORY_KEY),
+    /**
+     * Look into the record's slot within {@code delay}: called around the store step of a 202 naming a process, on a
+     * Cluster, over the store's own connection.
+     */
+    static Mono<Void> lookSoon(StoreConnection redis, String scopeHash, Duration delay) {
+        return redis.run(SOONER, List.of(DIRECTORY_KEY),
                 List.of(bytes("sooner"), bytes(SlotTags.sameSlotAs(scopeHash)), millis(delay))).then();
     }
 
@@ -149,7 +157,7 @@ public final class RedisProcessQueue implements ProcessQueue {
     }
 
     private Mono<Void> ended(DueProcess due, PollResult.Ended ended) {
-        return redis.execute(RedisIdempotencyStore.PROCESS_ENDED,
+        return redis.execute(PROCESS_ENDED,
                         List.of(recordKey(due.scopeHash()), pendingKey(due.scopeHash())),
                         List.of(bytes(due.processId()), bytes(ended.status()), millis(ended.retention()),
                                 bytes(due.scopeHash())))

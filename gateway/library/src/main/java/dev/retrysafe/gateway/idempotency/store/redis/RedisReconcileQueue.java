@@ -5,6 +5,7 @@ import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStor
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
+import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,6 +34,8 @@ public final class RedisReconcileQueue implements ReconcileQueue {
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> SLOTS = LuaScripts.load("idempotency_process_slots.lua", List.class);
+    /** The same script, run by the store over its own connection. */
+    private static final LuaScript SOONER = LuaScripts.script("idempotency_process_slots.lua", ScriptOutputType.MULTI);
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final RedisScript<Long> SETTLE = LuaScripts.load("idempotency_reconcile_settle.lua", Long.class);
@@ -64,9 +67,17 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     }
 
     /** Look into the record's slot within {@code delay}: after a step that queued a lookup. */
-    static Mono<Void> lookSoon(ReactiveRedisTemplate<String, byte[]> redis, String scopeHash, Duration delay) {
-        return redis.execute(SLOTS, List.of(DIRECTORY_KEY),
-                List.of(bytes("sooner"), bytes(SlotTags.sameSlotAs(scopeHash)), millis(delay))).then();
+    private Mono<Void> lookSoon(String scopeHash, Duration delay) {
+        return redis.execute(SLOTS, List.of(DIRECTORY_KEY), soonerArgs(scopeHash, delay)).then();
+    }
+
+    /** The same, after a store step (reserve, mark uncertain) that queued one: over the store's own connection. */
+    static Mono<Void> lookSoon(StoreConnection redis, String scopeHash, Duration delay) {
+        return redis.run(SOONER, List.of(DIRECTORY_KEY), soonerArgs(scopeHash, delay)).then();
+    }
+
+    private static List<byte[]> soonerArgs(String scopeHash, Duration delay) {
+        return List.of(bytes("sooner"), bytes(SlotTags.sameSlotAs(scopeHash)), millis(delay));
     }
 
     @Override
@@ -139,7 +150,7 @@ public final class RedisReconcileQueue implements ReconcileQueue {
         return run("failed", due.owner(), since, due.scopeHash(),
                 List.of(millis(failed.firstDelay()), millis(failed.maxDelay())))
                 .flatMap(delay -> delay > 0
-                        ? lookSoon(redis, due.scopeHash(), Duration.ofMillis(delay)).onErrorComplete()
+                        ? lookSoon(due.scopeHash(), Duration.ofMillis(delay)).onErrorComplete()
                                 .thenReturn(true)
                         : Mono.just(false));
     }

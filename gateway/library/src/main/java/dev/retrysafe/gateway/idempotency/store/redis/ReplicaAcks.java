@@ -4,7 +4,6 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
@@ -20,7 +19,6 @@ import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConverters;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Mono;
 
 /**
@@ -78,14 +76,14 @@ public final class ReplicaAcks implements AutoCloseable {
     }
 
     /** Runs {@code script} on {@code keys}, then waits (bounded) for the replicas to acknowledge what it wrote. */
-    Mono<Acknowledged> run(RedisScript<?> script, ScriptOutputType type, List<String> keyNames, List<byte[]> args) {
+    Mono<Acknowledged> run(LuaScript script, List<String> keyNames, List<byte[]> args) {
         byte[][] keys = keyNames.stream().map(key -> key.getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
         byte[][] values = args.toArray(byte[][]::new);
         return connection().flatMap(connection -> {
             RedisAsyncCommands<byte[], byte[]> commands = connection.async();
-            return acknowledged(commands.evalsha(script.getSha1(), type, keys, values), commands)
+            return acknowledged(commands.evalsha(script.sha1(), script.output(), keys, values), commands)
                     .onErrorResume(RedisNoScriptException.class, e -> acknowledged(
-                            commands.eval(script.getScriptAsString(), type, keys, values), commands));
+                            commands.eval(script.body(), script.output(), keys, values), commands));
         });
     }
 

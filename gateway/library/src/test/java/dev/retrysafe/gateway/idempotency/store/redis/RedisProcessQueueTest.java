@@ -13,7 +13,6 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
-import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -57,8 +56,8 @@ class RedisProcessQueueTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
-                EncryptionKeys.none(), Optional.empty(),                Duration.ofMillis(100));
+        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()),
+                1024, EncryptionKeys.none(), Optional.empty(), Duration.ofMillis(100));
     }
 
     @Test
@@ -87,7 +86,7 @@ class RedisProcessQueueTest {
                     sent.add(event.getCommand().getType().toString());
                 }
             });
-            RedisIdempotencyStore countedStore = new RedisIdempotencyStore(RedisProcess.bytesTemplate(counted),
+            RedisIdempotencyStore countedStore = new RedisIdempotencyStore(StoreConnection.open(counted),
                     RedisWakeUps.on(counted, new SettleSignals()), 1024, EncryptionKeys.none(), Optional.empty(),
                     Duration.ofMillis(100));
             IdempotencyScope first = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
@@ -154,7 +153,7 @@ class RedisProcessQueueTest {
         List<Long> soonerAt = new CopyOnWriteArrayList<>();
         queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60), p -> {
             // Another 202 in the same slot is stored while this instance polls: it asks for a look in 50 ms.
-            return RedisProcessQueue.lookSoon(bytes, scope.hash(), Duration.ofMillis(50))
+            return RedisProcessQueue.lookSoon(redis.store(), scope.hash(), Duration.ofMillis(50))
                     .then(bytes.opsForZSet().score(RedisProcessQueue.DIRECTORY_KEY, utf8(tag)))
                     .doOnNext(score -> soonerAt.add(score.longValue()))
                     .thenReturn(PollResult.RUNNING);

@@ -52,6 +52,8 @@ class RedisWakeUpsTest {
     static RedisProcess redis;
     static LettuceConnectionFactory connections;
     static ReactiveRedisTemplate<String, byte[]> bytes;
+    /** The store's own connection, shared by the instances as one client would. */
+    static StoreConnection store;
     /** The test's own look at the server: which shard channels are subscribed, and publishing by hand. */
     static StatefulRedisConnection<String, String> admin;
     final List<AutoCloseable> started = new ArrayList<>();
@@ -61,6 +63,7 @@ class RedisWakeUpsTest {
         redis = RedisProcess.start();
         connections = redis.connect();
         bytes = RedisProcess.bytesTemplate(connections);
+        store = StoreConnection.open(connections);
         admin = ((RedisClient) connections.getRequiredNativeClient()).connect(StringCodec.UTF8);
         String version = admin.sync().info("server").lines().filter(line -> line.startsWith("redis_version:"))
                 .findFirst().orElseThrow().substring("redis_version:".length());
@@ -304,7 +307,7 @@ class RedisWakeUpsTest {
         wakeUps.classicSubscribed().block(WAIT);
         wakeUps.channel().block(WAIT);
         started.add(wakeUps::stop);
-        return new Instance(wakeUps, new RedisIdempotencyStore(bytes, wakeUps));
+        return new Instance(wakeUps, new RedisIdempotencyStore(store, wakeUps));
     }
 
     private static Mono<StatefulRedisPubSubConnection<String, String>> connectPubSub() {

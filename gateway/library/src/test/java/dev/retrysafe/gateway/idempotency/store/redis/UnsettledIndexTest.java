@@ -61,7 +61,7 @@ class UnsettledIndexTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
+        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
                 EncryptionKeys.none(), Optional.empty());
         inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
                 EncryptionKeys.none());

@@ -48,6 +48,7 @@ class RedisIdempotencyStoreIntegrationTest {
     static RedisRecordInspector operator;
     static RedisIdempotencyStore sealingStore;
     static ReactiveRedisTemplate<String, byte[]> bytes;
+    static StoreConnection storeConnection;
     static RedisWakeUps wakeUps;
     static ReactiveStringRedisTemplate strings;
     static final SettleSignals signals = new SettleSignals();
@@ -68,10 +69,11 @@ class RedisIdempotencyStoreIntegrationTest {
                 .hashKey(RedisSerializer.string()).build();
         bytes = new ReactiveRedisTemplate<>(connections, context);
         wakeUps = RedisWakeUps.on(connections, signals);
-        store = new RedisIdempotencyStore(bytes, wakeUps);
+        storeConnection = StoreConnection.open(connections);
+        store = new RedisIdempotencyStore(storeConnection, wakeUps);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         String key = Base64.getEncoder().encodeToString(new byte[32]);
-        sealingStore = new RedisIdempotencyStore(bytes, wakeUps, 1024,
+        sealingStore = new RedisIdempotencyStore(storeConnection, wakeUps, 1024,
                 EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
         strings = new ReactiveStringRedisTemplate(connections);
     }
@@ -344,7 +346,8 @@ class RedisIdempotencyStoreIntegrationTest {
                 Map.Entry::getValue).block()).containsExactly(Map.entry(owner.value(), "released"));
         assertThat(strings.getExpire(released).block()).isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
 
-        RedisIdempotencyStore longerLease = new RedisIdempotencyStore(bytes, wakeUps, 1024, EncryptionKeys.none(),
+        RedisIdempotencyStore longerLease = new RedisIdempotencyStore(() -> storeConnection, wakeUps, 1024,
+                EncryptionKeys.none(),
                 Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)),
                 false);
         longerLease.release(scope, late).block();

@@ -77,7 +77,7 @@ class UnsettledIndexClusterIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
-        store = new RedisIdempotencyStore(bytes, wakeUps);
+        store = new RedisIdempotencyStore(StoreConnection.open(connections), wakeUps);
     }
 
     @AfterEach

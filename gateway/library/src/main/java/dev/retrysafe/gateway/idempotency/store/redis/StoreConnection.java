@@ -1,0 +1,98 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.reactive.RedisScriptingReactiveCommands;
+import io.lettuce.core.api.reactive.RedisStringReactiveCommands;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import reactor.core.publisher.Mono;
+
+/**
+ * The store's own Lettuce connection, opened once and kept: byte-array keys and values, its scripts by SHA. Each call
+ * is one command written on it, with nothing looked up or opened on the way (Spring Data's template asks its factory
+ * for a connection per call, under the factory's lock). Opened from the Lettuce client Spring's factory built from
+ * {@code spring.data.redis.*}, so it has that client's address (standalone, Sentinel's master, or a Cluster's
+ * masters by slot), credentials, TLS, client name, options and resources, including the {@link RedisLinks} a
+ * Sentinel switch cuts. Lettuce reconnects it by itself; it is closed with the application.
+ */
+public final class StoreConnection implements AutoCloseable {
+    private final StatefulConnection<byte[], byte[]> connection;
+    private final RedisScriptingReactiveCommands<byte[], byte[]> scripts;
+    private final RedisStringReactiveCommands<byte[], byte[]> strings;
+    private final boolean cluster;
+
+    private StoreConnection(StatefulConnection<byte[], byte[]> connection,
+            RedisScriptingReactiveCommands<byte[], byte[]> scripts, RedisStringReactiveCommands<byte[], byte[]> strings,
+            boolean cluster) {
+        this.connection = connection;
+        this.scripts = scripts;
+        this.strings = strings;
+        this.cluster = cluster;
+    }
+
+    /**
+     * Opens the connection on the factory's client, waiting for it (bounded by Lettuce's connect timeout): never on
+     * a request's thread ({@link PreopenedConnections} opens it in the background).
+     */
+    public static StoreConnection open(LettuceConnectionFactory factory) {
+        AbstractRedisClient client = factory.getRequiredNativeClient();
+        if (client instanceof RedisClusterClient clusterClient) {
+            StatefulRedisClusterConnection<byte[], byte[]> opened = clusterClient.connect(ByteArrayCodec.INSTANCE);
+            return new StoreConnection(opened, opened.reactive(), opened.reactive(), true);
+        }
+        // The client Spring built for a standalone Redis or Sentinel carries its address (Sentinel: asked again at
+        // each reconnection) with the credentials, TLS and client name.
+        StatefulRedisConnection<byte[], byte[]> opened = ((RedisClient) client).connect(ByteArrayCodec.INSTANCE);
+        return new StoreConnection(opened, opened.reactive(), opened.reactive(), false);
+    }
+
+    /** Whether it talks to a Redis Cluster (commands routed by their first key's slot). */
+    public boolean cluster() {
+        return cluster;
+    }
+
+    boolean isOpen() {
+        return connection.isOpen();
+    }
+
+    /**
+     * Runs {@code script} by its SHA. A master that does not hold it (restarted, failed over, flushed: on a Cluster
+     * any master, each with its own script cache) answers {@code NOSCRIPT} without running anything; the script is
+     * then sent once with its body, on the same keys so to the same master, which also keeps it for the next call.
+     */
+    <T> Mono<T> run(LuaScript script, List<String> keys, List<byte[]> args) {
+        byte[][] keyBytes = keys.stream().map(StoreConnection::bytes).toArray(byte[][]::new);
+        byte[][] values = args.toArray(byte[][]::new);
+        return scripts.<T>evalsha(script.sha1(), script.output(), keyBytes, values).next()
+                .onErrorResume(RedisNoScriptException.class,
+                        noScript -> scripts.<T>eval(script.body(), script.output(), keyBytes, values).next());
+    }
+
+    Mono<byte[]> get(String key) {
+        return strings.get(bytes(key));
+    }
+
+    /** SET with a time to live in milliseconds. */
+    Mono<Void> set(String key, byte[] value, Duration ttl) {
+        return strings.set(bytes(key), value, SetArgs.Builder.px(Math.max(1, ttl.toMillis()))).then();
+    }
+
+    @Override
+    public void close() {
+        connection.close();
+    }
+
+    private static byte[] bytes(String key) {
+        return key.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,220 @@
+package dev.retrysafe.gateway.idempotency.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
+import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.Completion;
+import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.RedisStoreContractFixture;
+import dev.retrysafe.gateway.idempotency.store.Reservation;
+import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
+import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
+import dev.retrysafe.gateway.idempotency.support.RedisProcess;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.event.command.CommandListener;
+import io.lettuce.core.event.command.CommandStartedEvent;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import reactor.core.publisher.Flux;
+
+/**
+ * The store's own connection ({@link StoreConnection}) as the auto-configuration opens it ({@link
+ * PreopenedConnections}): one command per call, scripts by SHA with their body sent only after {@code NOSCRIPT}, no
+ * connection asked of Spring's factory per call, and a call refused before it was written said to be unsent. On a
+ * real redis-server.
+ */
+class StoreConnectionTest {
+    static final Duration WAIT = Duration.ofSeconds(10);
+    static final LettuceClientConfiguration AS_THE_GATEWAY = RedisStoreContractFixture.AS_THE_GATEWAY;
+    static RedisProcess redis;
+
+    @BeforeAll
+    static void startRedis() {
+        redis = RedisProcess.start();
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        redis.close();
+    }
+
+    @Test
+    void aReserveIsOneEvalshaAndAScriptRedisForgotIsSentOnceWithItsBody() {
+        List<String> sent = new CopyOnWriteArrayList<>();
+        LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
+        try {
+            // Before the connection is opened: Lettuce tells listeners of connections opened afterwards.
+            factory.getNativeClient().addListener(new CommandListener() {
+                @Override
+                public void commandStarted(CommandStartedEvent event) {
+                    sent.add(event.getCommand().getType().toString());
+                }
+            });
+            StoreConnection connection = StoreConnection.open(factory);
+            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            reserve(store);
+            sent.clear();
+
+            reserve(store);
+            assertThat(sent).as("a reserve, its script known").containsExactly("EVALSHA");
+
+            factory.getConnection().scriptingCommands().scriptFlush();
+            sent.clear();
+            assertThat(reserve(store)).isInstanceOf(Reservation.Reserved.class);
+            assertThat(sent).as("after NOSCRIPT, the body once").containsExactly("EVALSHA", "EVAL");
+
+            sent.clear();
+            reserve(store);
+            assertThat(sent).as("kept by Redis from the EVAL").containsExactly("EVALSHA");
+        } finally {
+            factory.destroy();
+        }
+    }
+
+    @Test
+    void theStoresCallsAskSpringsFactoryForNoConnection() {
+        AtomicInteger asked = new AtomicInteger();
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration("127.0.0.1", redis.port()), AS_THE_GATEWAY) {
+            // What each template call asks for, under the factory's lock.
+            @Override
+            protected StatefulConnection<ByteBuffer, ByteBuffer> getSharedReactiveConnection() {
+                asked.incrementAndGet();
+                return super.getSharedReactiveConnection();
+            }
+        };
+        factory.afterPropertiesSet();
+        factory.start();
+        PreopenedConnections connections = new PreopenedConnections(factory);
+        try {
+            connections.start();
+            assertThat(connections.isOpen()).isTrue();
+            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
+                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
+                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+            int atStartup = asked.get();
+            assertThat(atStartup).as("the shared connection, opened at startup: the counter counts").isPositive();
+
+            IdempotencyScope scope = scope();
+            OwnerToken owner = OwnerToken.random();
+            assertThat(store.reserve(request(scope, owner)).block(WAIT)).isInstanceOf(Reservation.Reserved.class);
+            assertThat(store.renew(scope, owner, Duration.ofSeconds(30)).block(WAIT)).isTrue();
+            assertThat(store.complete(accepted(scope, owner, "p-1")).block(WAIT))
+                    .isEqualTo(IdempotencyStore.CompletionResult.STORED);
+            assertThat(store.processEnded("route", "p-1", "COMPLETED", Duration.ofHours(1)).block(WAIT)).isTrue();
+            IdempotencyScope released = scope();
+            OwnerToken other = OwnerToken.random();
+            store.reserve(request(released, other)).block(WAIT);
+            assertThat(store.release(released, other).block(WAIT)).isEqualTo(IdempotencyStore.SettleResult.DONE);
+            IdempotencyScope uncertain = scope();
+            store.reserve(request(uncertain, other)).block(WAIT);
+            assertThat(store.markUncertain(uncertain, other, "upstream timed out", Duration.ofHours(1)).block(WAIT))
+                    .isEqualTo(IdempotencyStore.SettleResult.DONE);
+
+            assertThat(asked.get()).as("connections asked of Spring's factory by the store's calls")
+                    .isEqualTo(atStartup);
+        } finally {
+            connections.close();
+            factory.destroy();
+        }
+    }
+
+    @Test
+    void untilTheStoresConnectionIsOpenACallIsRefusedUnsent() {
+        LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
+        // Not started: as while the opener is still trying, in the background.
+        PreopenedConnections connections = new PreopenedConnections(factory);
+        try {
+            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
+                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
+                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+
+            assertThatThrownBy(() -> reserve(store)).isInstanceOf(StoreCallNotSent.class)
+                    .hasMessageContaining("not open yet");
+        } finally {
+            connections.close();
+            factory.destroy();
+        }
+    }
+
+    @Test
+    void aCallLettuceRejectsWhileDisconnectedWasNotSent() {
+        RedisProcess own = RedisProcess.start();
+        LettuceConnectionFactory factory = own.connect(AS_THE_GATEWAY);
+        try {
+            StoreConnection connection = StoreConnection.open(factory);
+            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            reserve(store);
+            own.close();
+            Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
+                    .filter(tick -> !connection.isOpen()).next().block(WAIT);
+
+            assertThatThrownBy(() -> reserve(store)).isInstanceOf(StoreCallNotSent.class)
+                    .hasMessageContaining("not connected");
+        } finally {
+            factory.destroy();
+        }
+    }
+
+    @Test
+    void theStoresConnectionIsClosedWithTheApplication() {
+        LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
+        PreopenedConnections connections = new PreopenedConnections(factory);
+        try {
+            connections.start();
+            StoreConnection connection = connections.store();
+            assertThat(connection.isOpen()).isTrue();
+
+            connections.close();
+
+            assertThat(connection.isOpen()).isFalse();
+        } finally {
+            factory.destroy();
+        }
+    }
+
+    private static RedisWakeUps wakeUps(LettuceConnectionFactory factory) {
+        RedisWakeUps wakeUps = RedisWakeUps.on(factory, new SettleSignals(), WakeUpChannel.CLASSIC);
+        wakeUps.channel().block(WAIT);
+        return wakeUps;
+    }
+
+    private static Reservation reserve(RedisIdempotencyStore store) {
+        return store.reserve(request(scope(), OwnerToken.random())).block(WAIT);
+    }
+
+    private static IdempotencyScope scope() {
+        return new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
+    }
+
+    private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner) {
+        return new ReservationRequest(scope, new Fingerprint("a".repeat(64)), owner, Duration.ofSeconds(30),
+                Duration.ofHours(1), "http://upstream", false, false);
+    }
+
+    private static Completion accepted(IdempotencyScope scope, OwnerToken owner, String processId) {
+        StoredResponse response = new StoredResponse(202, List.of(),
+                ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
+        return new Completion(scope, owner, new Fingerprint("a".repeat(64)), "http://upstream", response,
+                Duration.ofHours(1), Optional.of(processId));
+    }
+}
