@@ -98,9 +98,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         KeySource keySource = keySource(defaults, c);
         Optional<Reconciliation> reconciliation = reconciliation(c);
         requireForwardedKey(keySource, reconciliation);
+        ErrorContract contract = c.getContract() == null ? defaults.contract() : ErrorContract.named(c.getContract());
         return new RoutePolicy(
                 keySource,
-                new KeyPolicy(min, max),
+                // The draft writes the key as a quoted string: a route that follows it takes the key so written.
+                new KeyPolicy(min, max, contract == ErrorContract.IETF),
                 methods,
                 new RequestFingerprinter(new CanonicalJson(new LinkedHashSet<>(
                         or(c.getUnorderedArrays(), defaults.unorderedArrays())), ignoredFields(c)),
@@ -120,7 +122,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 processTracking(c),
                 defaults.forwardWhenStoreUnavailable(),
                 reconciliation,
-                c.getContract() == null ? defaults.contract() : ErrorContract.named(c.getContract()));
+                contract);
     }
 
     /**

@@ -6,13 +6,21 @@ import java.util.Objects;
 /**
  * Decides whether the values of the idempotency header form an acceptable key.
  * Rules are applied in a fixed order so that a client always learns the first thing to fix.
+ *
+ * @param quotedString whether the key may come as an RFC 8941 string, in double quotes, as
+ *                     draft-ietf-httpapi-idempotency-key-header writes it: the key is then what is between them
+ *                     ({@code "abc"} and {@code abc} are one key), and the rules apply to it
  */
-public record KeyPolicy(int minLength, int maxLength) {
+public record KeyPolicy(int minLength, int maxLength, boolean quotedString) {
 
     public static final String DEFAULT_HEADER_NAME = "Idempotency-Key";
 
     /** 16 rejects trivially guessable keys; 64 fits a UUID, hex of 32 bytes, and similar formats. */
     public static final KeyPolicy DEFAULT = new KeyPolicy(16, 64);
+
+    public KeyPolicy(int minLength, int maxLength) {
+        this(minLength, maxLength, false);
+    }
 
     public KeyPolicy {
         if (minLength < 1) {
@@ -38,6 +46,11 @@ public record KeyPolicy(int minLength, int maxLength) {
             return reject(headerName, "must be sent only once.");
         }
         String value = headerValues.get(0);
+        if (quotedString && value != null && value.length() >= 2 && value.startsWith("\"")
+                && value.endsWith("\"")) {
+            // An escape inside (\" or \\) leaves a character the key rules refuse: nothing to unescape.
+            value = value.substring(1, value.length() - 1);
+        }
         if (value == null || value.isBlank()) {
             return reject(headerName, "must not be empty.");
         }

@@ -73,6 +73,28 @@ class KeyPolicyTest {
     }
 
     @Test
+    void aQuotedKeyIsTheStringBetweenTheQuotesWhereThePolicyTakesTheDraftsForm() {
+        KeyPolicy draft = new KeyPolicy(16, 64, true);
+        String key = "8e03978e-40d5-43e8-bc93-6894a57f9324";
+        assertThat(draft.check(HEADER, List.of("\"" + key + "\"")))
+                .isEqualTo(new KeyCheck.Valid(new IdempotencyKey(key)));
+        assertThat(draft.check(HEADER, List.of(key))).as("unquoted too")
+                .isEqualTo(new KeyCheck.Valid(new IdempotencyKey(key)));
+        assertThat(draft.check(HEADER, List.of("\"" + "a".repeat(64) + "\""))).as("the quotes are not counted")
+                .isInstanceOf(KeyCheck.Valid.class);
+        assertThat(draft.check(HEADER, List.of("\"" + "a".repeat(65) + "\"")))
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must be at most 64 characters long."));
+        assertThat(draft.check(HEADER, List.of("\"\"")))
+                .isEqualTo(KeyCheck.Rejected.malformed("The Idempotency-Key header must not be empty."));
+        assertThat(draft.check(HEADER, List.of("\"" + "a".repeat(20) + "\\\"\"")))
+                .as("an escaped quote is a character the rules refuse").isInstanceOf(KeyCheck.Rejected.class);
+        assertThat(draft.check(HEADER, List.of("\"" + "a".repeat(20)))).as("one quote only")
+                .isInstanceOf(KeyCheck.Rejected.class);
+        assertThat(policy.check(HEADER, List.of("\"" + key + "\""))).as("not on a policy without the draft's form")
+                .isInstanceOf(KeyCheck.Rejected.class);
+    }
+
+    @Test
     void messagesCarryTheConfiguredLimits() {
         KeyPolicy other = new KeyPolicy(20, 30);
         assertThat(other.check(HEADER, List.of("a".repeat(19))))

@@ -123,6 +123,22 @@ class IetfContractIntegrationTest extends GatewayFilterTestBase {
     }
 
     @Test
+    void theKeyWrittenAsTheDraftWritesItQuotedIsTheSameKey() {
+        upstream.stubFor(post(urlEqualTo("/ietf/quoted")).willReturn(aResponse().withStatus(202)
+                .withHeader("Content-Type", "application/json").withBody("{\"processId\":\"p-q\"}")));
+        String key = newKey();
+        send("/ietf/quoted", "\"" + key + "\"", BODY).expectStatus().isEqualTo(202);
+        send("/ietf/quoted", key, BODY).expectStatus().isEqualTo(200)
+                .expectHeader().valueEquals("Idempotency-Replayed", "true");
+        send("/ietf/quoted", "\"" + key + "\"", BODY).expectStatus().isEqualTo(200)
+                .expectHeader().valueEquals("Idempotency-Replayed", "true");
+        upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/ietf/quoted")));
+
+        // Not on the Onboarding contract's route: its key rules refuse the quotes.
+        send("/merchants", "\"" + newKey() + "\"", BODY).expectStatus().isEqualTo(422);
+    }
+
+    @Test
     void theDefaultRouteBesideItStillAnswersWithTheOnboardingEnvelope() {
         client.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON).bodyValue(BODY).exchange()
                 .expectStatus().isEqualTo(422)
