@@ -45,7 +45,10 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
     /** Why the last attempt failed: a refused request says it (an untrusted certificate, a wrong password). */
     private volatile RuntimeException lastFailure;
     private volatile Thread opener;
-    private final CountDownLatch firstAttempt = new CountDownLatch(1);
+    /** Counted down by the first attempt after each start. */
+    private volatile CountDownLatch firstAttempt = new CountDownLatch(1);
+    /** Whether nothing needs opening before the first call: how {@link #stop()} leaves it for the next start. */
+    private final boolean sharedNeedsNoOpening;
 
     public PreopenedConnections(ReactiveRedisConnectionFactory connections) {
         this.connections = connections;
@@ -53,8 +56,9 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
                 ? () -> StoreConnection.open(lettuce)
                 : null;
         // Without a shared Lettuce connection each call opens its own, asynchronously: nothing to open first.
-        this.sharedOpen = !(connections instanceof LettuceConnectionFactory lettuce)
+        this.sharedNeedsNoOpening = !(connections instanceof LettuceConnectionFactory lettuce)
                 || !lettuce.getShareNativeConnection();
+        this.sharedOpen = sharedNeedsNoOpening;
         this.open = sharedOpen && openStore == null;
     }
 
@@ -119,12 +123,14 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
         if (open || opener != null) {
             return;
         }
+        CountDownLatch attempted = new CountDownLatch(1);
+        firstAttempt = attempted;
         Thread thread = new Thread(this::openUntilOpen, "idempotency-redis-opener");
         thread.setDaemon(true);
         opener = thread;
         thread.start();
         try {
-            firstAttempt.await(FIRST_ATTEMPT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            attempted.await(FIRST_ATTEMPT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -147,7 +153,9 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
                 if (openStore != null && store == null) {
                     keep(openStore.get());
                 }
-                open = true;
+                if (!markOpen()) {
+                    return;
+                }
                 log.info("Redis connections of the idempotency store open");
                 firstAttempt.countDown();
             } catch (RuntimeException e) {
@@ -167,13 +175,22 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
         }
     }
 
-    /** Kept, unless the application was closed while it was being opened. */
+    /** Kept, unless the application was closed or stopped while it was being opened. */
     private synchronized void keep(StoreConnection opened) {
-        if (closed) {
+        if (closed || opener != Thread.currentThread()) {
             opened.close();
             throw new IllegalStateException("closed while opening");
         }
         store = opened;
+    }
+
+    /** Open, unless stopped meanwhile (this opener is no longer the one). */
+    private synchronized boolean markOpen() {
+        if (opener != Thread.currentThread()) {
+            return false;
+        }
+        open = true;
+        return true;
     }
 
     /** Asked before the connections were open: the call was never sent. */
@@ -195,12 +212,27 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
         return root.toString();
     }
 
+    /**
+     * Stops opening, and closes the store's connection: Spring's factory stops too (a paused test context, a
+     * restarted application context), and the client the connection came from with it. The next {@link #start()}
+     * opens both anew from the factory's new client; until then a call is refused unsent.
+     */
     @Override
     public void stop() {
         Thread thread = opener;
         opener = null;
         if (thread != null) {
             thread.interrupt();
+        }
+        StoreConnection opened;
+        synchronized (this) {
+            opened = store;
+            store = null;
+            open = false;
+            sharedOpen = sharedNeedsNoOpening;
+        }
+        if (opened != null) {
+            opened.close();
         }
     }
 
@@ -214,9 +246,5 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
     public synchronized void close() {
         closed = true;
         stop();
-        StoreConnection opened = store;
-        if (opened != null) {
-            opened.close();
-        }
     }
 }

@@ -176,6 +176,34 @@ class StoreConnectionTest {
     }
 
     @Test
+    void afterTheApplicationStopsAndStartsAgainTheStoresConnectionIsOpenedAnew() {
+        // As Spring pauses a cached test context and resumes it, or an application context is stopped and started:
+        // Spring's factory shuts its client down with it, and the store's connection came from that client.
+        LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
+        PreopenedConnections connections = new PreopenedConnections(factory);
+        try {
+            connections.start();
+            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
+                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
+                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+            reserve(store);
+
+            connections.stop();
+            factory.stop();
+            assertThatThrownBy(() -> reserve(store)).as("stopped").isInstanceOf(StoreCallNotSent.class);
+            factory.start();
+            connections.start();
+
+            assertThat(connections.isOpen()).isTrue();
+            assertThat(store.reserve(request(scope(), OwnerToken.random())).block(WAIT))
+                    .isInstanceOf(Reservation.Reserved.class);
+        } finally {
+            connections.close();
+            factory.destroy();
+        }
+    }
+
+    @Test
     void theStoresConnectionIsClosedWithTheApplication() {
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
         PreopenedConnections connections = new PreopenedConnections(factory);
