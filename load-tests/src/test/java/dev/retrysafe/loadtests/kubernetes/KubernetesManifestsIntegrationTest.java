@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.sun.net.httpserver.HttpServer;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanIterator;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -27,8 +28,10 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
@@ -36,6 +39,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.convert.DurationStyle;
 import org.yaml.snakeyaml.Yaml;
@@ -47,15 +51,26 @@ import org.yaml.snakeyaml.Yaml;
  * port it names, the ConfigMap's routes are the ones it serves, readiness stays UP without Redis, and a SIGTERM
  * under load lets every exchange under way get its answer and settle its record before the process exits. Runs in
  * this module because it runs after the server is packaged.
+ *
+ * <p>Nothing here waits without a bound: every request has a timeout, every wait on the gateway's process a
+ * deadline, and a failure says whether the process still runs and how its log ends. {@code @Timeout} is the last
+ * resort, should a wait slip through.
  */
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
 class KubernetesManifestsIntegrationTest {
     private static final Path JAR_DIR = KubernetesSet.ROOT.resolve("gateway/server/target");
     private static final String OPERATOR_PASSWORD = "kube-test-operator";
     private static final Duration STARTUP = Duration.ofSeconds(180);
     private static final Duration UPSTREAM_SLOWNESS = Duration.ofSeconds(8);
+    /** An answer the gateway gives at once (a probe, a 422, a 201 from the fast upstream, a 503 without Redis). */
+    private static final Duration ANSWER = Duration.ofSeconds(30);
+    /** The held writes: the upstream's slowness, then the graceful shutdown's phase timeout at most (40 s). */
+    private static final Duration HELD_ANSWER = Duration.ofSeconds(120);
 
     private final KubernetesSet set = KubernetesSet.read();
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    // HTTP/1.1 as the kubelet's probes and a Service's clients speak it (no h2c upgrade attempt on the first call).
+    private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
     private final AtomicInteger arrived = new AtomicInteger();
     private final CountDownLatch release = new CountDownLatch(1);
     private volatile boolean holding;
@@ -182,10 +197,10 @@ class KubernetesManifestsIntegrationTest {
         assertThat(records()).containsOnly("COMPLETED").hasSize(1);
         // MANAGEMENT_PORT on localhost, the operator password from the Secret.
         int management = Integer.parseInt(envValue("MANAGEMENT_PORT"));
-        HttpResponse<String> details = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                        + pod.port(management) + "/actuator/health")).header("Authorization", "Basic "
+        HttpResponse<String> details = send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                        + pod.port(management) + "/actuator/health")).timeout(ANSWER).header("Authorization", "Basic "
                         + Base64.getEncoder().encodeToString(("operator:" + OPERATOR_PASSWORD).getBytes()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+                .build());
         assertThat(details.body()).contains("idempotencyStore");
 
         // Readiness is not the store's: without Redis the pod stays in the Service and answers 503 itself.
@@ -205,7 +220,8 @@ class KubernetesManifestsIntegrationTest {
         int requests = 24;
         List<CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
         for (int i = 0; i < requests; i++) {
-            answers.add(client.sendAsync(write(UUID.randomUUID().toString()), HttpResponse.BodyHandlers.ofString()));
+            answers.add(client.sendAsync(write(UUID.randomUUID().toString(), HELD_ANSWER),
+                    HttpResponse.BodyHandlers.ofString()));
         }
         await(() -> arrived.get() == requests, "every request reached the upstream");
 
@@ -213,22 +229,23 @@ class KubernetesManifestsIntegrationTest {
         pod.process().destroy(); // SIGTERM, as the kubelet sends after the preStop hook
         int port = set.containerPort(set.containerPorts().get("http"));
         await(() -> !pod.listening(port), "the gateway stopped taking connections");
-        assertThat(pod.process().isAlive()).as("still answering what it holds").isTrue();
+        assertThat(pod.process().isAlive()).as(() -> "still answering what it holds: " + pod.describe()).isTrue();
         // The slow upstream answers well after shutdown began: later than the 3 s Reactor Netty leaves open
         // connections when shutdown is immediate, within the graceful phase timeout.
         CompletableFuture.runAsync(release::countDown, CompletableFuture.delayedExecutor(
                 UPSTREAM_SLOWNESS.toMillis(), TimeUnit.MILLISECONDS));
 
         for (CompletableFuture<HttpResponse<String>> answer : answers) {
-            HttpResponse<String> response = answer.get(120, TimeUnit.SECONDS); // a reset fails here
+            HttpResponse<String> response = settled(answer); // a reset fails here
             assertThat(response.statusCode()).isEqualTo(201);
             assertThat(response.body()).contains("merchantId");
         }
         Map<String, Object> config = new Yaml().load(set.configMapFile("application.yml"));
         Duration phase = duration(config, "spring.lifecycle.timeout-per-shutdown-phase");
-        assertThat(pod.process().waitFor(phase.toSeconds() + 60, TimeUnit.SECONDS)).as("exited").isTrue();
+        assertThat(pod.awaitExit(phase.plusSeconds(60))).as(() -> "exited: " + pod.describe()).isTrue();
         assertThat(Duration.ofNanos(System.nanoTime() - signalled)).isLessThan(phase.plusSeconds(60));
-        assertThat(pod.log()).contains("Graceful shutdown complete").doesNotContain("Graceful shutdown aborted");
+        assertThat(pod.log()).as(pod.describe())
+                .contains("Graceful shutdown complete").doesNotContain("Graceful shutdown aborted");
         assertThat(records()).as("every record settled").hasSize(requests).containsOnly("COMPLETED");
     }
 
@@ -246,13 +263,13 @@ class KubernetesManifestsIntegrationTest {
         Map<String, Object> startup = KubernetesSet.map(set.container(), "startupProbe", "httpGet");
         int port = set.containerPort(startup.get("port"));
         await(() -> !started.process().isAlive() || answers(port, (String) startup.get("path")), "the startup probe");
-        assertThat(started.process().isAlive()).as("started (see %s)", started.logFile()).isTrue();
+        assertThat(started.process().isAlive()).as(() -> "started: " + started.describe()).isTrue();
         return started;
     }
 
     private boolean answers(int port, String path) {
         try {
-            return get(port, path).statusCode() == 200;
+            return client.send(probe(port, path), HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
         } catch (IOException notYet) {
             return false;
         } catch (InterruptedException e) {
@@ -261,18 +278,41 @@ class KubernetesManifestsIntegrationTest {
         }
     }
 
-    private HttpResponse<String> get(int portInPod, String path) throws IOException, InterruptedException {
-        return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + pod.port(portInPod) + path))
-                .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+    private HttpResponse<String> get(int portInPod, String path) throws InterruptedException {
+        return send(probe(portInPod, path));
     }
 
-    private HttpResponse<String> post(String key) throws IOException, InterruptedException {
-        return client.send(write(key), HttpResponse.BodyHandlers.ofString());
+    private HttpRequest probe(int portInPod, String path) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + pod.port(portInPod) + path)).timeout(ANSWER)
+                .build();
     }
 
-    private HttpRequest write(String key) {
+    private HttpResponse<String> post(String key) throws InterruptedException {
+        return send(write(key, ANSWER));
+    }
+
+    /** One request whose failure (timeout, reset) says what the gateway's process was doing. */
+    private HttpResponse<String> send(HttpRequest request) throws InterruptedException {
+        try {
+            return client.send(request, HttpResponse.BodyHandlers.ofString());
+        } catch (IOException e) {
+            throw new AssertionError(request + " failed (" + e + "); " + pod.describe(), e);
+        }
+    }
+
+    private HttpResponse<String> settled(CompletableFuture<HttpResponse<String>> answer) throws InterruptedException {
+        try {
+            // The request's own timeout completes it; this bound only guards against a client that never does.
+            return answer.get(HELD_ANSWER.plusSeconds(10).toSeconds(), TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new AssertionError("a held write got no answer (" + e + "); " + pod.describe(), e);
+        }
+    }
+
+    private HttpRequest write(String key, Duration timeout) {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
                         + pod.port(set.containerPorts().get("http")) + "/merchants"))
+                .timeout(timeout)
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"legalName\":\"Kube GmbH\"}"));
         if (key != null) {
@@ -288,7 +328,9 @@ class KubernetesManifestsIntegrationTest {
 
     /** Every record's state, by key (Redis must be running). */
     private List<String> records() {
-        RedisClient redisClient = RedisClient.create("redis://127.0.0.1:" + redis.port());
+        RedisURI uri = RedisURI.create("127.0.0.1", redis.port());
+        uri.setTimeout(ANSWER);
+        RedisClient redisClient = RedisClient.create(uri);
         try (StatefulRedisConnection<String, String> connection = redisClient.connect()) {
             Map<String, String> states = new TreeMap<>();
             ScanIterator.scan(connection.sync(), ScanArgs.Builder.matches("idempotency:{*").limit(500))
@@ -304,11 +346,11 @@ class KubernetesManifestsIntegrationTest {
         }
     }
 
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    private void await(BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + STARTUP.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within " + STARTUP + ": " + what);
+                throw new AssertionError("not within " + STARTUP + ": " + what + "; " + pod.describe());
             }
             TimeUnit.MILLISECONDS.sleep(50); // poll interval of a bounded wait on the condition
         }

@@ -1,12 +1,12 @@
 package dev.retrysafe.loadtests.kubernetes;
 
-import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -137,6 +137,27 @@ final class PodProcess implements AutoCloseable {
         return Files.readString(log);
     }
 
+    /** Waits at most {@code timeout} for the process to end; true when it has. */
+    boolean awaitExit(Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * The process as a failure message needs it: running or its exit code, and the end of its log (a JVM that
+     * exited says why there, or says nothing when it was killed).
+     */
+    String describe() {
+        String state = process.isAlive() ? "still running" : "exited with " + process.exitValue();
+        String tail;
+        try {
+            List<String> lines = Files.readAllLines(log);
+            tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            tail = "(its log " + log + " could not be read: " + e + ")";
+        }
+        return "the gateway (pid " + process.pid() + ") is " + state + "; the end of " + log + ":\n" + tail;
+    }
+
     boolean listening(int inPod) {
         try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port(inPod))) {
             return true;
@@ -154,10 +175,8 @@ final class PodProcess implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         process.destroyForcibly();
-        process.waitFor(30, TimeUnit.SECONDS);
-    }
-
-    File logFile() {
-        return log.toFile();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("not gone 30 s after SIGKILL: " + describe());
+        }
     }
 }
