@@ -155,7 +155,32 @@ final class PodProcess implements AutoCloseable {
         } catch (IOException e) {
             tail = "(its log " + log + " could not be read: " + e + ")";
         }
-        return "the gateway (pid " + process.pid() + ") is " + state + "; the end of " + log + ":\n" + tail;
+        return "the gateway (pid " + process.pid() + ") is " + state + threadDump() + "; the end of " + log + ":\n"
+                + tail;
+    }
+
+    /** A running gateway's threads (jcmd Thread.print) in a file beside its log: where an unanswered request waits. */
+    private String threadDump() {
+        if (!process.isAlive()) {
+            return "";
+        }
+        Path dump = log.resolveSibling(log.getFileName().toString().replace(".log", "")
+                + "-threads-" + System.currentTimeMillis() + ".txt");
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        try {
+            Process print = new ProcessBuilder(jcmd.toString(), Long.toString(process.pid()), "Thread.print")
+                    .redirectErrorStream(true).redirectOutput(dump.toFile()).start();
+            if (!print.waitFor(30, TimeUnit.SECONDS)) {
+                print.destroyForcibly();
+                return " (jcmd Thread.print did not finish within 30 s)";
+            }
+            return " (its threads: " + dump + ")";
+        } catch (IOException e) {
+            return " (no thread dump: " + e + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
     }
 
     boolean listening(int inPod) {
