@@ -300,7 +300,7 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
   END {
     print "Peer benchmark of " date " on " machine "."
     print ""
-    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | over its plain route | Redis | whole machine | p50 at " lc " connections | added over plain |"
+    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | over its plain route | Redis | whole machine | p50 at " (lc > 0 ? lc " connections" : "fewer connections (not run)") " | added over plain |"
     print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= count; i++) {
       if (seen[order[i]]++) continue
