@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.StoreCall;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -45,6 +46,8 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     private final Duration tick;
     private final Duration maxDelay;
     private final Duration restoreInterval;
+    /** Longest one round of polls may take: past it its claims lapse anyway, and the next round starts afresh. */
+    private final Duration roundLimit;
     private final Map<String, TrackedRoute> routes = new ConcurrentHashMap<>();
     private final AtomicReference<Disposable> loop = new AtomicReference<>();
     private final AtomicInteger inFlight = new AtomicInteger();
@@ -64,6 +67,12 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     /** @param restoreInterval how often the fleet checks the queue's directory ({@link #restoreLostSlotsNow()}) */
     public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
             Duration maxDelay, Duration restoreInterval) {
+        this(store, queue, http, initialDelay, maxDelay, restoreInterval, CLAIM);
+    }
+
+    ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
+            Duration maxDelay, Duration restoreInterval, Duration roundLimit) {
+        this.roundLimit = roundLimit;
         this.store = store;
         this.queue = queue;
         this.http = http;
@@ -142,7 +151,9 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
         if (closing || queue.isEmpty()) {
             return Mono.just(0);
         }
-        return queue.get().pollDue(BATCH, CLAIM, maxDelay, this::poll)
+        // Bounded like every store call: a Redis that takes the claim and never answers would hold the loop, and with
+        // it this instance's share of the polls, until Lettuce's own command timeout.
+        return StoreCall.within(roundLimit, () -> queue.get().pollDue(BATCH, CLAIM, maxDelay, this::poll))
                 .onErrorResume(e -> {
                     if (!closing) {
                         log.warn("Looking for due process polls failed: {}", e.toString());

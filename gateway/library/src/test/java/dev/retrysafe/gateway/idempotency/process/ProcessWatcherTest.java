@@ -9,6 +9,7 @@ import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
+import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -19,6 +20,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -26,6 +28,7 @@ import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.context.support.GenericApplicationContext;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * An instance's share of the fleet's process polls: it polls what the queue holds (whichever instance stored the
@@ -73,6 +76,33 @@ class ProcessWatcherTest {
         awaitEnded(scope);
         assertThat(statusReads).as("pending twice, then completed").hasValue(3);
         assertThat(store.processDueAt(scope)).as("out of the queue").isEmpty();
+    }
+
+    @Test
+    void aRoundWhoseQueueNeverAnswersEndsAtItsLimitAndTheNextRoundStillRuns() {
+        AtomicInteger asked = new AtomicInteger();
+        ProcessQueue silent = new ProcessQueue() {
+            @Override
+            public Mono<Integer> pollDue(int max, Duration claim, Duration maxDelay,
+                    Function<DueProcess, Mono<PollResult>> poll) {
+                // The first round's Redis takes the claim and never answers; the next one answers.
+                return asked.incrementAndGet() == 1 ? Mono.never() : Mono.just(0);
+            }
+
+            @Override
+            public Mono<Integer> restoreLostSlots(Duration interval) {
+                return Mono.just(0);
+            }
+        };
+        ProcessWatcher bounded = new ProcessWatcher(store, Optional.of(silent), WebClient.create(), Duration.ofMillis(5),
+                Duration.ofMillis(20), Duration.ofSeconds(60), Duration.ofMillis(200));
+        try {
+            bounded.track("r", tracking, Duration.ofHours(24));
+
+            Flux.interval(Duration.ofMillis(10)).filter(tick -> asked.get() >= 2).next().block(WAIT);
+        } finally {
+            bounded.destroy();
+        }
     }
 
     @Test
