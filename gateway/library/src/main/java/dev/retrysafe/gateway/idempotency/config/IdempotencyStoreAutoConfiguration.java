@@ -143,8 +143,7 @@ public class IdempotencyStoreAutoConfiguration {
         return new RedisIdempotencyStore(connections::store, wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
-                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),
-                connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware());
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
     }
 
     /** The fleet's pending processes, beside the Redis store that queues them with each 202. */

@@ -47,18 +47,13 @@ public enum ErrorContract {
      * tenant header naming two tenants is 400 too, since 422 is the draft's answer to a reused key.
      */
     IETF {
+        /** Where the draft speaks (the key, its reuse) its status; every other answer as the Onboarding contract's. */
         @Override
         public int status(Kind kind) {
             return switch (kind) {
                 case KEY_MISSING, KEY_INVALID, TENANT_INVALID -> 400;
                 case PAYLOAD_MISMATCH -> 422;
-                case IN_FLIGHT, OUTCOME_UNCERTAIN, REPLAY_TOO_LARGE, REPLAY_UNREADABLE -> 409;
-                case BODY_TOO_LARGE -> 413;
-                case BODY_TIMEOUT -> 408;
-                case BODY_MALFORMED, BODY_INCOMPLETE -> 400;
-                case STORE_UNAVAILABLE -> 503;
-                case UPSTREAM_UNREACHABLE, UPSTREAM_BROKEN -> 502;
-                case UPSTREAM_TIMEOUT -> 504;
+                default -> ONBOARDING.status(kind);
             };
         }
 

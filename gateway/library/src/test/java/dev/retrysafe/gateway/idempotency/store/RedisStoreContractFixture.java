@@ -69,7 +69,7 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         StoreConnection connection = StoreConnection.open(connections);
         store = new RedisIdempotencyStore(() -> connection, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
-                SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL, connection.cluster());
+                SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         processes = new RedisProcessQueue(bytes, connection.cluster());
         lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());

@@ -66,8 +66,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
-    /** A Redis Cluster: the process directory and links cannot share the record's script (other slots). */
-    private final boolean cluster;
 
     public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps) {
         this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
@@ -81,8 +79,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
             Duration firstProcessPoll) {
-        this(() -> redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL,
-                redis.cluster());
+        this(() -> redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL);
     }
 
     /**
@@ -96,16 +93,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
      * @param releasedOwnersTtl how long, at least, a scope remembers an owner released from it (see
      *                      {@link #releasedOwnersTtl(Duration)})
-     * @param cluster       a Redis Cluster: a 202's process link and directory entry are written in calls of their
-     *                      own (other slots than the record's), not in the store step
      */
     public RedisIdempotencyStore(Supplier<StoreConnection> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
-            Duration firstProcessPoll, Duration releasedOwnersTtl, boolean cluster) {
+            Duration firstProcessPoll, Duration releasedOwnersTtl) {
         this.redis = redis;
         this.firstProcessPoll = firstProcessPoll;
         this.releasedOwnersTtl = releasedOwnersTtl;
-        this.cluster = cluster;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(compressAbove, encryption);
         this.lookupValues = new LookupValuesCodec(encryption);
@@ -239,26 +233,32 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
             return store(scope, slotKeys, args);
         }
         String link = processKey(scope.routeId(), c.processId().get());
-        if (!cluster) {
-            // One step: the record, its process queued, linked, and its slot in the fleet's directory.
-            List<String> keys = new ArrayList<>(slotKeys);
-            keys.add(RedisProcessQueue.DIRECTORY_KEY);
-            keys.add(link);
-            return store(scope, keys, args);
-        }
+        return connection().flatMap(connection -> connection.cluster()
+                ? completeOnCluster(connection, c, slotKeys, link, args)
+                : store(scope, withDirectoryAndLink(slotKeys, link), args));
+    }
+
+    /** One step on one Redis: the record, its process queued, linked, and its slot in the fleet's directory. */
+    private static List<String> withDirectoryAndLink(List<String> slotKeys, String link) {
+        List<String> keys = new ArrayList<>(slotKeys);
+        keys.add(RedisProcessQueue.DIRECTORY_KEY);
+        keys.add(link);
+        return keys;
+    }
+
+    private Mono<CompletionResult> completeOnCluster(StoreConnection redis, Completion c, List<String> slotKeys,
+            String link, List<byte[]> args) {
+        IdempotencyScope scope = c.scope();
         // On a Cluster the directory and the link live in other slots than the record: written in calls of their own.
         // Where to look is said before the store step queues the process (a gateway dying right after it has said it
         // already) and again after it (a look racing the step cannot have dropped the slot), with the link. A failure
         // of theirs must not cost the result: the store step runs anyway, and an unlinked process is still polled.
-        return connection().flatMap(r -> RedisProcessQueue.lookSoon(r, scope.hash(), firstProcessPoll))
-                .onErrorComplete()
+        return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
                 .then(store(scope, slotKeys, args))
                 .flatMap(result -> !result.stored()
                         ? Mono.just(result)
-                        : Mono.when(connection().flatMap(r -> RedisProcessQueue.lookSoon(r, scope.hash(),
-                                                firstProcessPoll))
-                                        .onErrorComplete(),
-                                connection().flatMap(r -> r.set(link, bytes(scope.hash()), c.ttl()))
+                        : Mono.when(RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete(),
+                                redis.set(link, bytes(scope.hash()), c.ttl())
                                         .doOnError(e -> log.warn("Process {} of scope {} could not be linked to its "
                                                 + "record ({}): its end is seen by polling, not by a status read",
                                                 c.processId().get(), scope.hash(), e.toString()))

@@ -38,8 +38,12 @@ public final class RedisProcessQueue implements ProcessQueue {
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> SLOTS = LuaScripts.load("idempotency_process_slots.lua", List.class);
-    /** The same script, run by the store over its own connection. */
-    private static final LuaScript SOONER = LuaScripts.script("idempotency_process_slots.lua", ScriptOutputType.MULTI);
+    /**
+     * The same script, run by the store over its own connection; also for the reconcile queue's directory, which it
+     * serves the same way.
+     */
+    static final LuaScript SLOT_DIRECTORY = LuaScripts.script("idempotency_process_slots.lua",
+            ScriptOutputType.MULTI);
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final RedisScript<Long> POLL_LATER = LuaScripts.load("idempotency_process_poll_later.lua", Long.class);
@@ -77,7 +81,7 @@ public final class RedisProcessQueue implements ProcessQueue {
      * Cluster, over the store's own connection.
      */
     static Mono<Void> lookSoon(StoreConnection redis, String scopeHash, Duration delay) {
-        return redis.run(SOONER, List.of(DIRECTORY_KEY),
+        return redis.run(SLOT_DIRECTORY, List.of(DIRECTORY_KEY),
                 List.of(bytes("sooner"), bytes(SlotTags.sameSlotAs(scopeHash)), millis(delay))).then();
     }
 

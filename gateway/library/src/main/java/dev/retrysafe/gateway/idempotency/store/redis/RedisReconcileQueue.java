@@ -5,7 +5,6 @@ import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStor
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
-import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,8 +33,6 @@ public final class RedisReconcileQueue implements ReconcileQueue {
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> SLOTS = LuaScripts.load("idempotency_process_slots.lua", List.class);
-    /** The same script, run by the store over its own connection. */
-    private static final LuaScript SOONER = LuaScripts.script("idempotency_process_slots.lua", ScriptOutputType.MULTI);
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final RedisScript<Long> SETTLE = LuaScripts.load("idempotency_reconcile_settle.lua", Long.class);
@@ -73,7 +70,8 @@ public final class RedisReconcileQueue implements ReconcileQueue {
 
     /** The same, after a store step (reserve, mark uncertain) that queued one: over the store's own connection. */
     static Mono<Void> lookSoon(StoreConnection redis, String scopeHash, Duration delay) {
-        return redis.run(SOONER, List.of(DIRECTORY_KEY), soonerArgs(scopeHash, delay)).then();
+        return redis.run(RedisProcessQueue.SLOT_DIRECTORY, List.of(DIRECTORY_KEY), soonerArgs(scopeHash, delay))
+                .then();
     }
 
     private static List<byte[]> soonerArgs(String scopeHash, Duration delay) {

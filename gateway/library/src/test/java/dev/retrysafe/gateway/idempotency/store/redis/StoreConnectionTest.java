@@ -108,9 +108,7 @@ class StoreConnectionTest {
         try {
             connections.start();
             assertThat(connections.isOpen()).isTrue();
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
-                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
-                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+            RedisIdempotencyStore store = storeOn(connections, factory);
             int atStartup = asked.get();
             assertThat(atStartup).as("the shared connection, opened at startup: the counter counts").isPositive();
 
@@ -144,9 +142,7 @@ class StoreConnectionTest {
         // Not started: as while the opener is still trying, in the background.
         PreopenedConnections connections = new PreopenedConnections(factory);
         try {
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
-                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
-                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+            RedisIdempotencyStore store = storeOn(connections, factory);
 
             assertThatThrownBy(() -> reserve(store)).isInstanceOf(StoreCallNotSent.class)
                     .hasMessageContaining("not open yet");
@@ -183,9 +179,7 @@ class StoreConnectionTest {
         PreopenedConnections connections = new PreopenedConnections(factory);
         try {
             connections.start();
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024,
-                    EncryptionKeys.none(), Optional.empty(), Duration.ofSeconds(1),
-                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+            RedisIdempotencyStore store = storeOn(connections, factory);
             reserve(store);
 
             connections.stop();
@@ -218,6 +212,12 @@ class StoreConnectionTest {
         } finally {
             factory.destroy();
         }
+    }
+
+    /** The store as the auto-configuration makes it: on the connections' store connection, refused until it is open. */
+    private static RedisIdempotencyStore storeOn(PreopenedConnections connections, LettuceConnectionFactory factory) {
+        return new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024, EncryptionKeys.none(),
+                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
     private static RedisWakeUps wakeUps(LettuceConnectionFactory factory) {
