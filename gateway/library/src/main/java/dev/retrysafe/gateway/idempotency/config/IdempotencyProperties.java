@@ -76,6 +76,10 @@ import org.springframework.util.unit.DataSize;
  *                                  payload 409) or ietf (draft-ietf-httpapi-idempotency-key-header: a key missing or
  *                                  invalid 400, another payload 422, a request still in flight 409; RFC 9457
  *                                  application/problem+json bodies). The route arg contract overrides it.
+ * @param redisCommandObservations  Which Redis commands get an observation (a timer and, when traced, a span) of their
+ *                                  own when the application observes Lettuce: sampled (only those of a sampled trace;
+ *                                  a guarded request is then one observation, not one more per Redis call) or all
+ *                                  (Spring Boot's default: every command, each untraced one a trace of its own).
  */
 @ConfigurationProperties("idempotency")
 public record IdempotencyProperties(
@@ -108,7 +112,8 @@ public record IdempotencyProperties(
         @DefaultValue RecordCountSampling recordCounts,
         @DefaultValue StoreMemory store,
         @DefaultValue("true") boolean failOnUnknownSettings,
-        @DefaultValue("4096") int rememberedFingerprints) {
+        @DefaultValue("4096") int rememberedFingerprints,
+        @DefaultValue("sampled") RedisCommandObservations redisCommandObservations) {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
@@ -125,6 +130,14 @@ public record IdempotencyProperties(
                     + "shorter than idempotency.store-timeout (" + storeTimeout + "), or every unacknowledged "
                     + "write would look like an unreachable Redis");
         }
+    }
+
+    /** Which Redis commands Lettuce observes, when the application has an observation registry. */
+    public enum RedisCommandObservations {
+        /** Only the commands of a sampled trace, as spans of the request's trace. */
+        SAMPLED,
+        /** Every command (Spring Boot's default): a timer each, and a trace of its own when not in a request's. */
+        ALL
     }
 
     /** What a guarded route does while Redis cannot be reached. */

@@ -2,6 +2,8 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
+import dev.retrysafe.gateway.idempotency.store.redis.SampledCommandTracing;
+import dev.retrysafe.gateway.idempotency.observability.TracedObservations;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
@@ -18,6 +20,10 @@ import dev.retrysafe.gateway.idempotency.store.redis.SentinelSwitchWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
 import io.lettuce.core.ClientOptions;
+import io.lettuce.core.tracing.MicrometerTracing;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import java.util.function.Predicate;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
 import java.util.Map;
@@ -29,6 +35,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisConnectionDetails;
@@ -36,6 +43,8 @@ import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBui
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.util.ClassUtils;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.RedisSentinelConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -74,6 +83,30 @@ public class IdempotencyStoreAutoConfiguration {
     ClientResourcesBuilderCustomizer idempotencyFastRedisReconnect() {
         return resources -> resources.reconnectDelay(
                 Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS));
+    }
+
+    /**
+     * Spring Boot observes every Lettuce command (its {@code lettuceObservation} customizer): replaced, unless
+     * {@code idempotency.redis-command-observations=all}, by the same observations for the commands of sampled traces
+     * only, so that a guarded request is one observation rather than one more per Redis call. Applied after Boot's
+     * (this configuration comes after Spring Data Redis's, Boot's before it).
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(MicrometerTracing.class)
+    @ConditionalOnBean(name = "lettuceObservation")
+    @ConditionalOnProperty(name = "idempotency.redis-command-observations", havingValue = "sampled",
+            matchIfMissing = true)
+    static class SampledRedisCommands {
+        private static final boolean TRACING = ClassUtils.isPresent(
+                "io.micrometer.tracing.handler.TracingObservationHandler", SampledRedisCommands.class.getClassLoader());
+
+        @Bean
+        ClientResourcesBuilderCustomizer idempotencySampledRedisCommands(ObservationRegistry registry) {
+            // Without Micrometer Tracing nothing is sampled: no command is observed.
+            Predicate<Observation> sampled = TRACING ? TracedObservations::sampled : observation -> false;
+            return resources -> resources.tracing(
+                    new SampledCommandTracing(registry, new MicrometerTracing(registry, "Redis"), sampled));
+        }
     }
 
     /**

@@ -6,6 +6,9 @@ import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
+import dev.retrysafe.gateway.idempotency.store.redis.SampledCommandTracing;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.tracing.MicrometerTracing;
 import java.util.Base64;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -15,6 +18,8 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.annotation.ImportCandidates;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.data.redis.autoconfigure.DataRedisReactiveAutoConfiguration;
+import org.springframework.boot.data.redis.autoconfigure.observation.LettuceObservationAutoConfiguration;
+import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
 import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
 import reactor.core.publisher.Mono;
 
@@ -84,6 +89,30 @@ class IdempotencyAutoConfigurationTest {
     void replicaAcksOnStandaloneRedisStartWithoutConnecting() {
         runner.withPropertyValues("idempotency.replica-acks=1", "spring.data.redis.port=1").run(context ->
                 assertThat(context).hasNotFailed().hasSingleBean(IdempotencyStore.class));
+    }
+
+    @Test
+    void redisCommandsAreObservedOnlyInSampledTracesByDefault() {
+        observedRunner().run(context -> assertThat(context.getBean(ClientResources.class).tracing())
+                .isInstanceOf(SampledCommandTracing.class));
+    }
+
+    @Test
+    void everyRedisCommandIsObservedWhenAllAreAskedFor() {
+        observedRunner().withPropertyValues("idempotency.redis-command-observations=all")
+                .run(context -> assertThat(context.getBean(ClientResources.class).tracing())
+                        .isInstanceOf(MicrometerTracing.class));
+    }
+
+    @Test
+    void withoutAnObservationRegistryRedisCommandsAreNotTraced() {
+        runner.run(context -> assertThat(context.getBean(ClientResources.class).tracing().isEnabled()).isFalse());
+    }
+
+    /** With Spring Boot's observation registry and its Lettuce observation customizer. */
+    ReactiveWebApplicationContextRunner observedRunner() {
+        return runner.withConfiguration(AutoConfigurations.of(ObservationAutoConfiguration.class,
+                LettuceObservationAutoConfiguration.class));
     }
 
     @Test
