@@ -62,8 +62,10 @@ final class ReservationLoop {
     Mono<Answer> answer() {
         return reserve().flatMap(this::answer)
                 // Processed once already: never sent again, and not a fault the client can retry away.
-                .onErrorResume(StoredResponseUnreadable.class, e -> Mono.just(new Answer.ReplayUnreadable(e)))
-                .onErrorResume(Unreachable.class, e -> Mono.just(new Answer.StoreUnavailable(e.getCause())));
+                .onErrorResume(e -> e instanceof StoredResponseUnreadable || e instanceof Unreachable,
+                        e -> Mono.just(e instanceof StoredResponseUnreadable unreadable
+                                ? new Answer.ReplayUnreadable(unreadable)
+                                : new Answer.StoreUnavailable(e.getCause())));
     }
 
     private Mono<Reservation> reserve() {
@@ -71,9 +73,12 @@ final class ReservationLoop {
                 policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
                 path, lookup);
         return StoreCall.within(policy.storeTimeout(), () -> store.reserve(request))
-                .doOnError(e -> !(e instanceof StoredResponseUnreadable) && !(e instanceof StoreCallNotSent),
-                        e -> releaseGivenUp())
-                .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), Unreachable::new);
+                .onErrorMap(e -> !(e instanceof StoredResponseUnreadable), e -> {
+                    if (!(e instanceof StoreCallNotSent)) {
+                        releaseGivenUp();
+                    }
+                    return new Unreachable(e);
+                });
     }
 
     /**

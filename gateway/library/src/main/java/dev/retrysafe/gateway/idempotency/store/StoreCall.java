@@ -1,10 +1,10 @@
 package dev.retrysafe.gateway.idempotency.store;
 
 import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import reactor.core.publisher.Mono;
-import reactor.util.retry.Retry;
 
 /**
  * A store call bounded from the moment it is asked. Reactor's {@code timeout(Duration)} starts its timer only when
@@ -32,11 +32,24 @@ public final class StoreCall {
      * it answers or {@code span} has passed since this was subscribed; then the last attempt's error.
      */
     public static <T> Mono<T> retriedFor(Duration span, Duration timeout, Supplier<Mono<T>> call) {
-        return Mono.defer(() -> {
-            long giveUpAt = System.nanoTime() + span.toNanos();
-            return within(timeout, call).retryWhen(Retry.backoff(Long.MAX_VALUE, FIRST_RETRY)
-                    .maxBackoff(MAX_RETRY_DELAY)
-                    .filter(e -> System.nanoTime() - giveUpAt < 0));
-        });
+        return Mono.defer(() -> attempt(System.nanoTime() + span.toNanos(), FIRST_RETRY, timeout, call));
+    }
+
+    /**
+     * One attempt, and the next one only once this one failed: a call that answers the first time (nearly all of
+     * them) assembles no retry machinery. The delay before the next attempt is jittered by half either way, as
+     * Reactor's {@code Retry.backoff} does, so that instances do not retry in step against a Redis coming back.
+     */
+    private static <T> Mono<T> attempt(long giveUpAt, Duration delay, Duration timeout, Supplier<Mono<T>> call) {
+        return within(timeout, call).onErrorResume(failure -> System.nanoTime() - giveUpAt >= 0
+                ? Mono.error(failure)
+                : Mono.delay(jittered(delay)).then(Mono.defer(() -> attempt(giveUpAt,
+                        delay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY : delay.multipliedBy(2),
+                        timeout, call))));
+    }
+
+    private static Duration jittered(Duration delay) {
+        long half = delay.toNanos() / 2;
+        return Duration.ofNanos(delay.toNanos() + ThreadLocalRandom.current().nextLong(-half, half + 1));
     }
 }

@@ -1,6 +1,5 @@
 package dev.retrysafe.gateway.idempotency.tenant;
 
-import java.security.Principal;
 import java.util.List;
 import java.util.Set;
 import org.springframework.web.server.ServerWebExchange;
@@ -24,8 +23,7 @@ public final class PrincipalOrHeaderTenantResolver implements TenantResolver {
     @Override
     public Mono<String> resolve(ServerWebExchange exchange) {
         return exchange.getPrincipal()
-                .map(Principal::getName)
-                .map(name -> "principal:" + name)
+                .map(principal -> "principal:" + principal.getName())
                 .switchIfEmpty(Mono.fromSupplier(() -> fromHeader(exchange)));
     }
 

@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -147,7 +148,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
                 r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
                 r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
-        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> reserve(r, args(before, wakeUp, after)))
+        return reserve(r, args(before, wakeUps.scriptArgs(scope.hash()), after))
                 .onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
     }
 
@@ -187,7 +188,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                     });
         }
         return this.<List<?>>script(RESERVE, reserveKeys(scope), args)
-                .flatMap(reply -> lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope)));
+                .flatMap(reply -> lookupQueued(reply)
+                        ? lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope))
+                        : Mono.just(toReservation(reply, r.owner(), scope)));
     }
 
     /**
@@ -195,10 +198,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * looked into (due then or later: a look that comes early only learns when the slot's first lookup is due).
      */
     private Mono<Void> lookSoonIfQueued(List<?> reply, IdempotencyScope scope) {
-        return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)))
+        return lookupQueued(reply)
                 ? connection().flatMap(c -> RedisReconcileQueue.lookSoon(c, scope.hash(), Duration.ZERO))
                         .onErrorComplete()
                 : Mono.empty();
+    }
+
+    private static boolean lookupQueued(List<?> reply) {
+        return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)));
     }
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
@@ -221,7 +228,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
         List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
                 bytes(SlotTags.sameSlotAs(scope.hash())));
-        return wakeUps.scriptArgs(scope.hash()).flatMap(wakeUp -> complete(c, args(before, wakeUp, after)));
+        return complete(c, args(before, wakeUps.scriptArgs(scope.hash()), after));
     }
 
     private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
@@ -276,8 +283,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                                     ? CompletionResult.STORED_UNACKNOWLEDGED
                                     : result));
         } else {
-            stored = settle(scope, script(COMPLETE, keys, args))
-                    .map(RedisIdempotencyStore::completionResult);
+            stored = settle(scope, script(COMPLETE, keys, args), RedisIdempotencyStore::completionResult);
         }
         return stored;
     }
@@ -294,21 +300,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-        return wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> settle(scope, script(RELEASE, List.of(recordKey(scope),
-                                releasedOwnersKey(scope.hash()), UnsettledIndex.inFlightKey(scope.hash()),
-                                UnsettledIndex.uncertainKey(scope.hash())),
-                        args(List.of(bytes(owner.value())), wakeUp, List.of(millis(releasedOwnersTtl))))))
-                .map(RedisIdempotencyStore::settleResult);
+        return settle(scope, script(RELEASE, List.of(recordKey(scope), releasedOwnersKey(scope.hash()),
+                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                        args(List.of(bytes(owner.value())), wakeUps.scriptArgs(scope.hash()),
+                                List.of(millis(releasedOwnersTtl)))), RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
-        return wakeUps.scriptArgs(scope.hash())
-                .flatMap(wakeUp -> settle(scope, script(UNCERTAIN, List.of(recordKey(scope),
-                                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
-                                RedisReconcileQueue.queueKey(scope.hash())),
-                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)), wakeUp, List.of()))))
+        return settle(scope, script(UNCERTAIN, List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
+                        UnsettledIndex.uncertainKey(scope.hash()), RedisReconcileQueue.queueKey(scope.hash())),
+                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)),
+                                wakeUps.scriptArgs(scope.hash()), List.of())))
                 // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
                 // later: a look that comes early only learns when the slot's first lookup is due).
                 .flatMap(result -> result == 3L
@@ -352,16 +355,29 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return Mono.fromSupplier(redis);
     }
 
+    /** One script call on the store's connection; not open yet: that error, as a signal. */
     private <T> Mono<T> script(LuaScript script, List<String> keys, List<byte[]> args) {
-        return connection().flatMap(r -> r.<T>run(script, keys, args));
+        StoreConnection connection;
+        try {
+            connection = redis.get();
+        } catch (RuntimeException notOpen) {
+            return Mono.error(notOpen);
+        }
+        return connection.run(script, keys, args);
     }
 
     private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {
+        return settle(scope, script, changed -> changed);
+    }
+
+    /** The settling script's answer read as {@code result}, in the same step as the local wake-up. */
+    private <R> Mono<R> settle(IdempotencyScope scope, Mono<Long> script, Function<Long, R> result) {
         // Waiters on this instance need not wait for the pub/sub round trip. Nothing done (0, or -1 fenced): none.
-        return script.doOnNext(changed -> {
+        return script.map(changed -> {
             if (changed > 0L) {
                 wakeUps.settledHere(scope.hash());
             }
+            return result.apply(changed);
         });
     }
 

@@ -135,10 +135,9 @@ public final class RedisRecordInspector implements RecordInspector {
     public Mono<String> release(String scopeHash) {
         List<String> keys = List.of(RedisIdempotencyStore.recordKey(scopeHash), UnsettledIndex.inFlightKey(scopeHash),
                 UnsettledIndex.uncertainKey(scopeHash), RedisIdempotencyStore.releasedOwnersKey(scopeHash));
-        return wakeUps.scriptArgs(scopeHash)
-                .flatMap(wakeUp -> redis.execute(RELEASE, keys, RedisIdempotencyStore.args(List.of(), wakeUp,
+        return redis.execute(RELEASE, keys, RedisIdempotencyStore.args(List.of(), wakeUps.scriptArgs(scopeHash),
                         List.of(RedisIdempotencyStore.bytes(Long.toString(Math.max(1, releasedOwnersTtl.toMillis()))))))
-                        .next())
+                .next()
                 .map(previous -> new String(previous, StandardCharsets.UTF_8))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
@@ -150,9 +149,8 @@ public final class RedisRecordInspector implements RecordInspector {
                 RedisIdempotencyStore.bytes(Integer.toString(response.status())),
                 RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
                 RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why));
-        return wakeUps.scriptArgs(scopeHash)
-                .flatMap(wakeUp -> redis.execute(COMPLETE, indexedKeys(scopeHash),
-                        RedisIdempotencyStore.args(before, wakeUp, List.of())).next())
+        return redis.execute(COMPLETE, indexedKeys(scopeHash),
+                        RedisIdempotencyStore.args(before, wakeUps.scriptArgs(scopeHash), List.of())).next()
                 .map(previous -> new String(previous, StandardCharsets.UTF_8))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }

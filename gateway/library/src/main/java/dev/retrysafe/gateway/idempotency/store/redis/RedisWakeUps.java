@@ -90,15 +90,16 @@ public final class RedisWakeUps implements SmartLifecycle {
     /**
      * The three wake-up arguments of a settling script for the record {@code scopeHash}, at once: a store step never
      * waits for the version check (an INFO that is slow or never answers would hold every request). Until it is
-     * decided, CLASSIC, and the check is asked again in the background.
+     * decided, CLASSIC, and the check is asked again in the background. Plain values, not a Mono: two operators
+     * less on every store step of a request.
      */
-    Mono<List<byte[]>> scriptArgs(String scopeHash) {
+    List<byte[]> scriptArgs(String scopeHash) {
         WakeUpChannel known = decided;
         if (known == null) {
             detectInBackground();
             known = WakeUpChannel.CLASSIC;
         }
-        return Mono.just(known.scriptArgs(scopeHash));
+        return known.scriptArgs(scopeHash);
     }
 
     /** One detection at a time, none within {@link #ASK_AGAIN_AFTER} of a failed one. */

@@ -277,8 +277,8 @@ class RedisWakeUpsTest {
             RedisWakeUps wakeUps = RedisWakeUps.on(hung, new SettleSignals());
 
             // Off the test's thread: a call that opens the connection blocks the thread that subscribes.
-            List<byte[]> args = wakeUps.scriptArgs("scope-hash").subscribeOn(Schedulers.boundedElastic())
-                    .block(WAIT);
+            List<byte[]> args = Mono.fromCallable(() -> wakeUps.scriptArgs("scope-hash"))
+                    .subscribeOn(Schedulers.boundedElastic()).block(WAIT);
 
             assertThat(new String(args.get(0))).isEqualTo(WakeUpChannel.CLASSIC_CHANNEL);
         }
