@@ -7,7 +7,8 @@
 # hand-written idempotency filter (GET, SET NX, SET; no fingerprint: minimal-gateway's NaiveIdempotency). Every
 # target's throughput is printed as a ratio to its own JVM's plain route, its CPU per request beside the plain
 # route's, its p50 at LATENCY_CONNECTIONS beside the plain route's, and the two plain routes to each other; the table
-# goes to load-tests/target/peers/peers.md.
+# goes to load-tests/target/peers/peers.md, with what Redis did for each target (its commands per request and the
+# time inside Redis per call, from INFO commandstats).
 #
 #   load-tests/peers.sh                                    # about 12 minutes
 #   DURATION=20 ROUNDS=5 WARMUP_PASSES=5 load-tests/peers.sh   # steadier
@@ -134,6 +135,7 @@ peer_routes=(
 
 rows="$out/rows.tsv"
 : > "$rows"
+: > "$out/redis-commands.tsv"
 latencies="$out/latencies.tsv"
 : > "$latencies"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -161,12 +163,21 @@ measure() {
   local jvm=$1 target=$2 url=$3 mode=$4 run=$5 round=$6
   local result="$out/$jvm-$target-$round.txt"
   local cpu_before cpu_after redis_before redis_after machine_before machine_after
+  # Redis's own account of each command in the first round (calls, time inside Redis), from zero.
+  if [ "$round" = 1 ]; then redis-cli -p "$REDIS_PORT" CONFIG RESETSTAT > /dev/null; fi
   cpu_before=$(cpu_ticks "$gateway_pid"); redis_before=$(cpu_ticks "$redis_pid"); machine_before=$(machine_ticks)
   wrk_run "$DURATION" "$url" "$mode" "$run" --latency > "$result"
   cpu_after=$(cpu_ticks "$gateway_pid"); redis_after=$(cpu_ticks "$redis_pid"); machine_after=$(machine_ticks)
   local rps p50 p99 bad requests cpu_us
   rps=$(awk '/^Requests\/sec:/ {print $2}' "$result")
   requests=$(awk '/requests in/ {print $1}' "$result")
+  if [ "$round" = 1 ]; then
+    redis-cli -p "$REDIS_PORT" INFO commandstats | tr -d '\r' | awk -F'[:,=]' -v jvm="$jvm" -v target="$target" \
+      -v requests="${requests:-0}" '/^cmdstat_/ && requests > 0 {
+        sub("cmdstat_", "", $1)
+        if ($3 / requests >= 0.01) printf "%s\t%s\t%s\t%.2f\t%.1f\n", jvm, target, toupper($1), $3 / requests, $7
+      }' >> "$out/redis-commands.tsv"
+  fi
   # The gateway JVM's CPU time (user + system, all threads) per request, in microseconds.
   cpu_us=$(per_request_us "$cpu_before" "$cpu_after" "${requests:-0}")
   p50=$(awk '$1 == "50%" {print $2}' "$result")
@@ -315,6 +326,20 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
     if (plain["server"] && plain["minimal"])
       printf "Plain routes: server / minimal-gateway = %.2f\n", plain["server"] / plain["minimal"]
   }' lc="$LATENCY_CONNECTIONS" "$latencies" "$rows" "$out/medians.tsv" > "$out/peers.md"
+# What Redis did for each target: commands per request and microseconds inside Redis per call (a script's time
+# includes the commands it calls, which Redis also counts under their own names).
+awk -F'\t' '
+  { key = $1 " | " $2; if (!(key in line)) order[++count] = key
+    line[key] = line[key] (line[key] == "" ? "" : ", ") sprintf("%s %s x %s us", $3, $4, $5) }
+  END {
+    if (count == 0) exit
+    print ""
+    print "Redis per request (first round; `INFO commandstats`: calls per request x microseconds inside Redis per call):"
+    print ""
+    print "| JVM | target | commands |"
+    print "|---|---|---|"
+    for (i = 1; i <= count; i++) print "| " order[i] " | " line[order[i]] " |"
+  }' "$out/redis-commands.tsv" >> "$out/peers.md"
 echo
 cat "$out/peers.md"
 echo "Written: $out/peers.md"

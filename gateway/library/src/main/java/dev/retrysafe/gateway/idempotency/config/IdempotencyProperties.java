@@ -64,7 +64,7 @@ import org.springframework.util.unit.DataSize;
  * @param processPoll               Polling the status of unfinished processes.
  * @param reconcile                 Lookups of UNCERTAIN records at their upstream.
  * @param recordCounts              The record counts behind the idempotency.records gauges.
- * @param store                     Whether the Redis behind the store can forget records.
+ * @param store                     The Redis behind the store: whether it can forget records, how it is written to.
  * @param failOnUnknownSettings     Whether an idempotency property that is not one, or an arg the Idempotency filter
  *                                  does not have, stops the startup naming it and the nearest valid name; false ignores
  *                                  them, as Spring does by default.
@@ -110,7 +110,7 @@ public record IdempotencyProperties(
         @DefaultValue ProcessPoll processPoll,
         @DefaultValue Reconcile reconcile,
         @DefaultValue RecordCountSampling recordCounts,
-        @DefaultValue StoreMemory store,
+        @DefaultValue Store store,
         @DefaultValue("true") boolean failOnUnknownSettings,
         @DefaultValue("4096") int rememberedFingerprints,
         @DefaultValue("sampled") RedisCommandObservations redisCommandObservations) {
@@ -182,18 +182,23 @@ public record IdempotencyProperties(
     }
 
     /**
-     * Whether the Redis behind the store can forget records, checked at startup and every {@code checkInterval}: its
-     * {@code maxmemory-policy}, its persistence, and a marker key per master that a loss of its memory removes.
+     * The Redis behind the store: whether it can forget records, checked at startup and every {@code checkInterval}
+     * (its {@code maxmemory-policy}, its persistence, and a marker key per master that a loss of its memory removes),
+     * and how the store writes to it.
      *
-     * @param allowEviction Whether to start, with a WARN, on a Redis whose maxmemory-policy evicts keys (allkeys-*,
-     *                      volatile-*) instead of refusing to: the operator accepts that evicted records let
-     *                      duplicates through.
-     * @param checkInterval How often every Redis master's maxmemory-policy and memory marker are checked while
-     *                      running; must be positive.
+     * @param allowEviction  Whether to start, with a WARN, on a Redis whose maxmemory-policy evicts keys (allkeys-*,
+     *                       volatile-*) instead of refusing to: the operator accepts that evicted records let
+     *                       duplicates through.
+     * @param checkInterval  How often every Redis master's maxmemory-policy and memory marker are checked while
+     *                       running; must be positive.
+     * @param coalesceWrites Whether the store's connection sends the commands that concurrent requests queue together
+     *                       in one write (one flush for all those queued by then) instead of one write each: less CPU
+     *                       in the gateway and in Redis under load. One Redis (standalone, Sentinel) only; a Cluster's
+     *                       writes are never coalesced.
      */
-    public record StoreMemory(@DefaultValue("false") boolean allowEviction,
-            @DefaultValue("10s") Duration checkInterval) {
-        public StoreMemory {
+    public record Store(@DefaultValue("false") boolean allowEviction,
+            @DefaultValue("10s") Duration checkInterval, @DefaultValue("true") boolean coalesceWrites) {
+        public Store {
             if (checkInterval.isNegative() || checkInterval.isZero()) {
                 throw new IllegalArgumentException("idempotency.store.check-interval must be positive, was "
                         + checkInterval);

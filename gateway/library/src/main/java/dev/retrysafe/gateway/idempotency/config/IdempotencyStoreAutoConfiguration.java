@@ -158,8 +158,9 @@ public class IdempotencyStoreAutoConfiguration {
      */
     @Bean
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
-    PreopenedConnections idempotencyStoreConnections(ReactiveRedisConnectionFactory connectionFactory) {
-        return new PreopenedConnections(connectionFactory);
+    PreopenedConnections idempotencyStoreConnections(ReactiveRedisConnectionFactory connectionFactory,
+            IdempotencyProperties properties) {
+        return new PreopenedConnections(connectionFactory, properties.store().coalesceWrites());
     }
 
     /** Each call of a request one command on the store's own connection, no connection looked up per call. */

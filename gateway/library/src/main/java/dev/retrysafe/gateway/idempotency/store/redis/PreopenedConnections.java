@@ -51,9 +51,14 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
     private final boolean sharedNeedsNoOpening;
 
     public PreopenedConnections(ReactiveRedisConnectionFactory connections) {
+        this(connections, true);
+    }
+
+    /** @param coalesceWrites whether the store's connection coalesces its writes ({@link StoreConnection}) */
+    public PreopenedConnections(ReactiveRedisConnectionFactory connections, boolean coalesceWrites) {
         this.connections = connections;
         this.openStore = connections instanceof LettuceConnectionFactory lettuce
-                ? () -> StoreConnection.open(lettuce)
+                ? () -> StoreConnection.open(lettuce, coalesceWrites)
                 : null;
         // Without a shared Lettuce connection each call opens its own, asynchronously: nothing to open first.
         this.sharedNeedsNoOpening = !(connections instanceof LettuceConnectionFactory lettuce)

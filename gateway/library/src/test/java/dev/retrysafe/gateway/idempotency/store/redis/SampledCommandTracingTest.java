@@ -32,6 +32,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import reactor.core.publisher.Mono;
 
 /**
@@ -135,6 +137,31 @@ class SampledCommandTracingTest {
 
         get(connection, sampled);
         get(connection, request(false));
+
+        assertThat(commandParents).containsExactly(sampled);
+    }
+
+    /** The store's own connection hands its caller's context on to Lettuce, also when it coalesces its writes. */
+    @Test
+    void aStoreCallOfASampledRequestIsObservedAsAChildOfTheRequest() {
+        ClientResources traced = ClientResources.builder()
+                .tracing(sampledOnly(new MicrometerTracing(registry, "Redis")))
+                .build();
+        LettuceConnectionFactory factory = redis.connect(LettuceClientConfiguration.builder()
+                .clientResources(traced).build());
+        Observation sampled = request(true);
+        try {
+            StoreConnection connection = StoreConnection.open(factory, true);
+
+            Mono.defer(() -> connection.get("sampled-command-tracing"))
+                    .contextWrite(context -> context.put(ObservationThreadLocalAccessor.KEY, sampled))
+                    .block(WAIT);
+            sampled.stop();
+            connection.close();
+        } finally {
+            factory.destroy();
+            traced.shutdown();
+        }
 
         assertThat(commandParents).containsExactly(sampled);
     }

@@ -20,6 +20,17 @@ import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.event.command.CommandListener;
 import io.lettuce.core.event.command.CommandStartedEvent;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.NettyCustomizer;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -211,6 +222,58 @@ class StoreConnectionTest {
             assertThat(connection.isOpen()).isFalse();
         } finally {
             factory.destroy();
+        }
+    }
+
+    @Test
+    void concurrentCallsQueuedBeforeAFlushGoToRedisInOneWrite() throws Exception {
+        assertThat(flushesOfFiftyCalls(true)).as("flushes of 50 calls queued together").isEqualTo(1);
+    }
+
+    @Test
+    void withoutCoalescingEachCallIsFlushedOnItsOwn() throws Exception {
+        assertThat(flushesOfFiftyCalls(false)).as("flushes of 50 calls").isGreaterThanOrEqualTo(50);
+    }
+
+    /**
+     * Fifty GETs queued one after the other on one thread (the flusher's own, when writes are coalesced, so that no
+     * flush can run in between), all answered; the flushes the connection's channel saw meanwhile.
+     */
+    private static long flushesOfFiftyCalls(boolean coalesceWrites) throws Exception {
+        LongAdder flushes = new LongAdder();
+        ClientResources resources = ClientResources.builder().nettyCustomizer(new NettyCustomizer() {
+            @Override
+            public void afterChannelInitialized(Channel channel) {
+                channel.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+                    @Override
+                    public void flush(ChannelHandlerContext context) throws Exception {
+                        flushes.increment();
+                        super.flush(context);
+                    }
+                });
+            }
+        }).build();
+        LettuceConnectionFactory factory = redis.connect(LettuceClientConfiguration.builder()
+                .clientOptions(AS_THE_GATEWAY.getClientOptions().orElseThrow()).clientResources(resources).build());
+        ExecutorService caller = Executors.newSingleThreadExecutor();
+        try {
+            StoreConnection connection = StoreConnection.open(factory, coalesceWrites);
+            connection.get("warm-up").block(WAIT);
+            long before = flushes.sum();
+            List<CompletableFuture<byte[]>> answers = new CopyOnWriteArrayList<>();
+            Executor queueing = coalesceWrites ? connection.flusher() : caller;
+            CompletableFuture.runAsync(() -> {
+                for (int i = 0; i < 50; i++) {
+                    answers.add(connection.get("absent-" + i).toFuture());
+                }
+            }, queueing).get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new)).get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            assertThat(answers).hasSize(50);
+            return flushes.sum() - before;
+        } finally {
+            caller.shutdownNow();
+            factory.destroy();
+            resources.shutdown();
         }
     }
 
