@@ -2,7 +2,6 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
-import dev.retrysafe.gateway.idempotency.store.redis.SampledCommandTracing;
 import dev.retrysafe.gateway.idempotency.observability.TracedObservations;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
@@ -19,6 +18,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.SentinelSwitchWatch;
 import dev.retrysafe.gateway.idempotency.store.redis.ReplicaAcks;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreHealthIndicator;
+import dev.retrysafe.gateway.idempotency.store.redis.SampledCommandTracing;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.tracing.MicrometerTracing;
 import io.micrometer.observation.Observation;

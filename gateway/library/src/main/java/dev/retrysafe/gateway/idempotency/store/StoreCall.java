@@ -44,8 +44,11 @@ public final class StoreCall {
         return within(timeout, call).onErrorResume(failure -> System.nanoTime() - giveUpAt >= 0
                 ? Mono.error(failure)
                 : Mono.delay(jittered(delay)).then(Mono.defer(() -> attempt(giveUpAt,
-                        delay.multipliedBy(2).compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY : delay.multipliedBy(2),
-                        timeout, call))));
+                        min(delay.multipliedBy(2), MAX_RETRY_DELAY), timeout, call))));
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static Duration jittered(Duration delay) {
