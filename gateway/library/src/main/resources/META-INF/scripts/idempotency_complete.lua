@@ -37,22 +37,31 @@ if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerp
   redis.call('HSET', KEYS[1], 'owner', ARGV[1])
   return 3
 end
-local released = redis.call('HGET', KEYS[5], ARGV[1])
-if released then
-  return released == 'operator' and -1 or 0
-end
-if not current[1] then
+-- The owner's own unsettled record (the usual case) cannot name a released owner: every release deletes the record
+-- it frees, and neither a reserve nor a complete writes one for an owner that was released. Anything else asks.
+if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= ARGV[1] then
+  local released = redis.call('HGET', KEYS[5], ARGV[1])
+  if released then
+    return released == 'operator' and -1 or 0
+  end
+  if current[1] then
+    return 0
+  end
   redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
     'reserved_at', now, 'attempts', 1, 'restored', 1)
   result = 2
-elseif (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= ARGV[1] then
-  return 0
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,
   'owner', ARGV[1])
 redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
-redis.call('ZREM', KEYS[3], ARGV[7])
-redis.call('ZREM', KEYS[4], ARGV[7])
+-- A record is in the index of its state only (the scripts move it between the two in one step); one written anew may
+-- have left a stale entry in either.
+if current[1] ~= 'UNCERTAIN' then
+  redis.call('ZREM', KEYS[3], ARGV[7])
+end
+if current[1] ~= 'IN_FLIGHT' then
+  redis.call('ZREM', KEYS[4], ARGV[7])
+end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[10])
   local due = now + tonumber(ARGV[10])

@@ -14,20 +14,22 @@
 -- ARGV[15] encoded lookup values, '' when the route does not reconcile   ARGV[16] lookup delay in ms: a record with
 -- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
 -- Returns {state, fingerprint, '', '', 'LOOKUP'} when this call found the lease lapsed and queued the record's lookup
--- at its upstream (its reservation kept lookup values), or found that lookup long overdue. Returns {'FENCED'} for an owner released from the scope: this is its own reserve arriving after its release (re-sent
--- after a reconnect, or overtaken by the release on another connection), and it must not bind the key to an owner
--- nobody holds.
+-- at its upstream (its reservation kept lookup values), or found that lookup long overdue. Returns {'FENCED'} for an
+-- owner released from the scope (unless the record is a replay for it): this is its own reserve arriving after its
+-- release (re-sent after a reconnect, or overtaken by the release on another connection), and it must not bind the key
+-- to an owner nobody holds.
 -- Time comes from the Redis server: gateway instances' clocks may disagree, Redis's is one.
-if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
-  return {'FENCED'}
-end
 -- One read of the record, its stored response included: a replay (most reserves of a key after its first) needs
--- nothing else, not even the clock.
+-- nothing else, not even the clock. A replay writes nothing, so it is what even a released owner may be told: the
+-- fence below keeps released owners from writing, and the key's result is the answer to any request of its payload.
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
   'lookup_after', 'response', 'process_state')
 local state = current[1]
 if state == 'COMPLETED' and current[2] == ARGV[1] then
   return {state, current[2], current[7], current[8] or ''}
+end
+if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
+  return {'FENCED'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

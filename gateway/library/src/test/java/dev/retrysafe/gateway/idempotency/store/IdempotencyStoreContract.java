@@ -461,6 +461,23 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
+    void aReleasedOwnersLateReserveIsToldTheKeysResultOnceThereIsOneButStillCannotWrite() {
+        // A replay writes nothing, so the fence need not hide it (and the replay's script skips the fence's read).
+        OwnerToken former = OwnerToken.random();
+        reserve(FP, former);
+        releaseByOperator(scope);
+        OwnerToken retry = OwnerToken.random();
+        reserve(FP, retry);
+        complete(retry, response("fresh"));
+
+        assertThat(taken(reserve(FP, former)).response()).contains(response("fresh"));
+        assertThat(reserve(OTHER_FP, former)).as("another payload: the fence still answers first")
+                .isEqualTo(new Reservation.Fenced(former));
+        assertThat(complete(former, response("late"))).isEqualTo(CompletionResult.FENCED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("fresh"));
+    }
+
+    @Test
     void anOperatorReleasesOnlyAnUnsettledRecord() {
         assertThat(releaseByOperator(scope)).isEqualTo("ABSENT");
         OwnerToken owner = OwnerToken.random();

@@ -107,11 +107,14 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         return step(wakeUps -> {
             long now = clock.getAsLong();
             String hash = r.scope().hash();
-            if (releasedHow(hash, r.owner(), now) != null) {
-                // Its own reserve arriving after its release: it must not bind the key to an owner nobody holds.
+            Entry entry = live(hash, now);
+            boolean replay = entry != null && entry.state == RecordState.COMPLETED
+                    && entry.fingerprint.equals(r.fingerprint());
+            if (!replay && releasedHow(hash, r.owner(), now) != null) {
+                // Its own reserve arriving after its release: it must not bind the key to an owner nobody holds. A
+                // replay writes nothing: even a released owner is told the key's result.
                 return new Reservation.Fenced(r.owner());
             }
-            Entry entry = live(hash, now);
             if (entry == null) {
                 entry = new Entry(r.fingerprint());
                 entry.routeId = r.scope().routeId();
