@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -76,6 +77,31 @@ class ProcessWatcherTest {
         awaitEnded(scope);
         assertThat(statusReads).as("pending twice, then completed").hasValue(3);
         assertThat(store.processDueAt(scope)).as("out of the queue").isEmpty();
+    }
+
+    @Test
+    void aRoundClaimsAgainWhileItFindsDuePollsNotOneBatchPerTick() {
+        pendingReads.set(0);
+        AtomicLong now = new AtomicLong(1_000_000);
+        InMemoryIdempotencyStore queue = new InMemoryIdempotencyStore(now::get).firstProcessPoll(Duration.ofMillis(5));
+        // Not started: the test runs the round itself.
+        ProcessWatcher round = new ProcessWatcher(queue, Optional.of(queue), WebClient.create(), Duration.ofMillis(5),
+                Duration.ofMillis(20));
+        round.stop();
+        try {
+            round.track("r", tracking, Duration.ofHours(24));
+            int processes = ProcessWatcher.BATCH * 3 + 5;
+            for (int i = 0; i < processes; i++) {
+                stored202(queue, new IdempotencyScope("t", "r", new IdempotencyKey("a-key-long-enough-" + (100 + i))),
+                        "p-" + i);
+            }
+            now.addAndGet(10);
+
+            assertThat(round.pollDueNow().block(WAIT)).as("every due poll in one round").isEqualTo(processes);
+            assertThat(statusReads).hasValue(processes);
+        } finally {
+            round.destroy();
+        }
     }
 
     @Test
@@ -197,6 +223,10 @@ class ProcessWatcherTest {
     }
 
     private void stored202(IdempotencyScope where, String processId) {
+        stored202(store, where, processId);
+    }
+
+    private void stored202(InMemoryIdempotencyStore store, IdempotencyScope where, String processId) {
         StoredResponse accepted = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
         store.complete(new Completion(where, OwnerToken.random(), new Fingerprint("a".repeat(64)), upstream(),
