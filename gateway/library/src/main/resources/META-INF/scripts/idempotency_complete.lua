@@ -21,14 +21,16 @@
 -- ARGV[4] ttl in ms (retention, or the hard cap while a linked process is unfinished)
 -- ARGV[5] process id, '' when none   ARGV[6] wake-up channel   ARGV[7] scope hash (the wake-up message)
 -- ARGV[8] '1' to SPUBLISH the wake-up
--- ARGV[9] fingerprint, route, tenant, upstream for a record written anew: '\n'-separated
+-- ARGV[9] for a record written anew, '\n'-separated: fingerprint, operation (the 'route' field), tenant, upstream,
+-- strict fingerprint, fingerprint rules, route id (format 2, as idempotency_reserve.lua writes it)
 -- ARGV[10] first status poll delay in ms   ARGV[11] the record's slot tag (its entry in the directory)
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store,
 -- -1 fenced: an operator released the record from this owner, nothing written.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'fingerprint', 'status')
-local fingerprint, route, tenant, upstream = string.match(ARGV[9], '([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
+local fingerprint, route, tenant, upstream, strict, rules, route_id = string.match(ARGV[9],
+  '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
 local result = 1
 if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerprint and current[5] == ARGV[3] then
   -- Same owner, same request, same status: compared by meaning, not by the stored bytes, which need not be
@@ -48,7 +50,10 @@ if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= AR
     return 0
   end
   redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
-    'reserved_at', now, 'attempts', 1, 'restored', 1)
+    'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2, 'rules', rules, 'route_id', route_id)
+  if strict ~= fingerprint then
+    redis.call('HSET', KEYS[1], 'strict', strict)
+  end
   result = 2
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,

@@ -6,13 +6,22 @@
 -- KEYS[5] the records of the slot to look up at their upstream (sorted set: scope hash by when the lookup is due)
 -- ARGV[1] request fingerprint   ARGV[2] owner token    ARGV[3] lease in ms
 -- ARGV[4] '1' when the caller will wait for an in-flight record
--- ARGV[5] route id              ARGV[6] tenant hash    ARGV[7] upstream URI
+-- ARGV[5] operation (the name that scopes the record; the field is called 'route': it held the route id, which is
+-- the operation by default, before routes could name one)   ARGV[6] tenant hash    ARGV[7] upstream URI
 -- ARGV[8] record ttl in ms (how long an unsettled record may exist at all)
 -- ARGV[9] '1' when the upstream dedupes on the forwarded key, so an UNCERTAIN record may be sent again
 -- ARGV[10] wake-up channel      ARGV[11] scope hash (the wake-up message)   ARGV[12] '1' to SPUBLISH it
 -- ARGV[13] request method       ARGV[14] request path (raw, no query): for operators reconciling the record
 -- ARGV[15] encoded lookup values, '' when the route does not reconcile   ARGV[16] lookup delay in ms: a record with
 -- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
+-- ARGV[17] strict fingerprint (the canonical form with no route rule)   ARGV[18] the route's fingerprint rules
+-- ARGV[19] the id of the route that reserves (for operators)
+-- A new record is written in format 2: 'format', 'rules', 'route_id', and 'strict' when it differs from 'fingerprint'.
+-- Format 1 (no 'format' field) has neither: compared by its fingerprint only.
+-- Same intent: the same fingerprint, or, for a record of other rules than the caller's, the same strict fingerprint
+-- (Fingerprints.sameIntentAs in Java, which judges the reply again).
+-- Replies for a taken record: {state, fingerprint, response ('' unless a replay), process state, 'LOOKUP' or '',
+-- strict fingerprint, rules ('' for format 1)}.
 -- Returns {state, fingerprint, '', '', 'LOOKUP'} when this call found the lease lapsed and queued the record's lookup
 -- at its upstream (its reservation kept lookup values), or found that lookup long overdue. Returns {'FENCED'} for an
 -- owner released from the scope (unless the record is a replay for it): this is its own reserve arriving after its
@@ -23,10 +32,15 @@
 -- nothing else, not even the clock. A replay writes nothing, so it is what even a released owner may be told: the
 -- fence below keeps released owners from writing, and the key's result is the answer to any request of its payload.
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
-  'lookup_after', 'response', 'process_state')
+  'lookup_after', 'response', 'process_state', 'strict', 'rules')
 local state = current[1]
-if state == 'COMPLETED' and current[2] == ARGV[1] then
-  return {state, current[2], current[7], current[8] or ''}
+local same = state and (current[2] == ARGV[1]
+  or (current[10] and current[10] ~= ARGV[18] and (current[9] or current[2]) == ARGV[17]))
+local function taken(lookup)
+  return {state, current[2], '', '', lookup, current[9] or current[2], current[10] or ''}
+end
+if state == 'COMPLETED' and same then
+  return {state, current[2], current[7], current[8] or '', '', current[9] or current[2], current[10] or ''}
 end
 if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
   return {'FENCED'}
@@ -37,7 +51,11 @@ local queued = false
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
-    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14])
+    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14],
+    'format', 2, 'rules', ARGV[18], 'route_id', ARGV[19])
+  if ARGV[17] ~= ARGV[1] then
+    redis.call('HSET', KEYS[1], 'strict', ARGV[17])
+  end
   if ARGV[15] and ARGV[15] ~= '' then
     redis.call('HSET', KEYS[1], 'lookup', ARGV[15], 'lookup_after', ARGV[16])
   end
@@ -47,9 +65,9 @@ if not state then
   redis.call('ZREM', KEYS[3], ARGV[11])
   return {'RESERVED'}
 end
-if current[2] ~= ARGV[1] then
-  -- another payload: the stored response is never sent back for it
-  return {state, current[2]}
+if not same then
+  -- another intent: the stored response is never sent back for it
+  return taken('')
 end
 if state == 'IN_FLIGHT' and current[5] == ARGV[2] then
   -- This request's own reservation: its reserve re-sent after a connection reset, the first attempt having landed.
@@ -96,6 +114,6 @@ if state == 'UNCERTAIN' and not queued and current[6] then
 end
 if queued then
   -- The lapse queued the record's lookup: the caller says where to look (a separate call, in a Cluster).
-  return {state, current[2], '', '', 'LOOKUP'}
+  return taken('LOOKUP')
 end
-return {state, current[2]}
+return taken('')

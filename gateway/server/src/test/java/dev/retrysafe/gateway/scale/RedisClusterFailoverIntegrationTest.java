@@ -15,6 +15,7 @@ import io.lettuce.core.cluster.SlotHash;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
@@ -148,7 +149,7 @@ class RedisClusterFailoverIntegrationTest {
     }
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
-        return new ReservationRequest(scope, new Fingerprint("a".repeat(64)), owner, Duration.ofSeconds(30),
+        return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
                 Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover");
     }
 

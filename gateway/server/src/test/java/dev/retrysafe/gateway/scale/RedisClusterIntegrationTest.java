@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordFilter;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
@@ -144,7 +145,7 @@ class RedisClusterIntegrationTest {
         for (int i = 0; i < 30; i++) {
             IdempotencyScope scope = new IdempotencyScope("", "onboarding", new IdempotencyKey(UUID.randomUUID().toString()));
             OwnerToken owner = OwnerToken.random();
-            store.reserve(new ReservationRequest(scope, new Fingerprint("c".repeat(64)), owner, Duration.ofMinutes(1),
+            store.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("c".repeat(64))), owner, Duration.ofMinutes(1),
                     Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
             store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(Duration.ofSeconds(10));
             uncertain.add(scope.hash());
@@ -361,7 +362,7 @@ class RedisClusterIntegrationTest {
     }
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
-        return new ReservationRequest(scope, new Fingerprint("a".repeat(64)), owner, Duration.ofSeconds(30),
+        return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
                 Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/wake");
     }
 }

@@ -21,10 +21,17 @@ public final class Gateways {
     /** As above, with listeners of the application's own events (e.g. to capture the log once Boot has set it up). */
     public static ConfigurableApplicationContext start(String upstreamUri, Map<String, String> redisAndMore,
             ApplicationListener<?>... listeners) {
+        return start(upstreamUri, "onboarding", Map.of(), redisAndMore, listeners);
+    }
+
+    /** The guarded route on {@code /merchants/**} with this id and these Idempotency args. */
+    public static ConfigurableApplicationContext start(String upstreamUri, String routeId, Map<String, String> routeArgs,
+            Map<String, String> redisAndMore, ApplicationListener<?>... listeners) {
         String prefix = "spring.cloud.gateway.server.webflux.routes[0].";
         Map<String, Object> properties = new HashMap<>(redisAndMore);
+        routeArgs.forEach((arg, value) -> properties.put(prefix + "filters[0].args." + arg, value));
         properties.put("server.port", "0");
-        properties.put(prefix + "id", "onboarding");
+        properties.put(prefix + "id", routeId);
         properties.put(prefix + "uri", upstreamUri);
         properties.put(prefix + "predicates[0]", "Path=/merchants/**");
         properties.put(prefix + "filters[0].name", "Idempotency");

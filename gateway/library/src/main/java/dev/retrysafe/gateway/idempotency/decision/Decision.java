@@ -1,6 +1,6 @@
 package dev.retrysafe.gateway.idempotency.decision;
 
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 
@@ -20,7 +20,7 @@ public sealed interface Decision {
     /** Same key, same fingerprint, but the stored result has no body (it exceeded the storage limit). */
     record ReplayUnavailable(int originalStatus) implements Decision {}
 
-    /** Same key, other payload: whatever state the first request is in, this is a different intent. */
+    /** Same key, another intent (see {@link Fingerprints#sameIntentAs}): whatever state the first request is in, this is a different intent. */
     record PayloadMismatch() implements Decision {}
 
     /** Same key and payload, the first request is still being processed. */
@@ -29,8 +29,8 @@ public sealed interface Decision {
     /** Same key and payload, but nobody knows whether the first request was acted on: not forwarded again. */
     record Uncertain() implements Decision {}
 
-    static Decision against(IdempotencyRecord existing, Fingerprint request) {
-        if (!existing.fingerprint().equals(request)) {
+    static Decision against(IdempotencyRecord existing, Fingerprints request) {
+        if (!request.sameIntentAs(existing.fingerprints())) {
             return new PayloadMismatch();
         }
         return switch (existing.state()) {

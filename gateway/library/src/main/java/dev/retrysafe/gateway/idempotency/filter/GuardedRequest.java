@@ -1,6 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
@@ -17,7 +17,7 @@ import org.springframework.web.server.ServerWebExchange;
  * @param report   the request's log line and metrics, filled in as it goes
  */
 record GuardedRequest(ServerWebExchange exchange, GatewayFilterChain chain, IdempotencyScope scope, OwnerToken owner,
-        Fingerprint fingerprint, byte[] body, String upstream, RequestReport report) {
+        Fingerprints fingerprints, byte[] body, String upstream, RequestReport report) {
 
     String method() {
         return exchange.getRequest().getMethod().name();

@@ -3,7 +3,7 @@ package dev.retrysafe.gateway.idempotency.filter;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.key.KeyCheck;
 import dev.retrysafe.gateway.idempotency.key.KeySource;
@@ -119,9 +119,8 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
             report.detachFromClient();
             return detached(tenants.resolve(exchange)
                     .defaultIfEmpty(TenantResolver.ANONYMOUS)
-                    .flatMap(tenant -> guarded(new GuardedRequest(exchange, chain, new IdempotencyScope(tenant,
-                            route(exchange).map(Route::getId).orElse(""), key), OwnerToken.random(),
-                            fingerprint(request, body.bytes()), body.bytes(),
+                    .flatMap(tenant -> guarded(new GuardedRequest(exchange, chain, scope(exchange, tenant, key),
+                            OwnerToken.random(), fingerprints(request, body.bytes()), body.bytes(),
                             route(exchange).map(Route::getUri).map(URI::toString).orElse(""), report)))
                     .onErrorResume(TenantRejected.class, e -> reject(exchange, report, RequestOutcome.INVALID_TENANT,
                             GatewayError.invalidTenant(e.header())))
@@ -197,11 +196,17 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
      * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
      * not JSON, and the upstream judges the request. The route's intent headers go with every value as sent.
      */
-    private Fingerprint fingerprint(ServerHttpRequest request, byte[] body) {
+    private Fingerprints fingerprints(ServerHttpRequest request, byte[] body) {
         HttpHeaders headers = request.getHeaders();
-        return policy.fingerprinter().fingerprint(request.getMethod().name(), request.getURI().getRawPath(),
+        return policy.fingerprinter().fingerprints(request.getMethod().name(), request.getURI().getRawPath(),
                 request.getURI().getRawQuery(), headers.getFirst(HttpHeaders.CONTENT_TYPE), body,
                 name -> Optional.ofNullable(headers.get(name)).orElse(List.of()));
+    }
+
+    /** Scoped by the route's operation, else by its id. */
+    private IdempotencyScope scope(ServerWebExchange exchange, String tenant, IdempotencyKey key) {
+        String routeId = route(exchange).map(Route::getId).orElse("");
+        return new IdempotencyScope(tenant, policy.operationOr(routeId), routeId, key);
     }
 
     private static Optional<Route> route(ServerWebExchange exchange) {

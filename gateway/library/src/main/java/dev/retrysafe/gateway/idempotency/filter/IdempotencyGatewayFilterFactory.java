@@ -61,9 +61,12 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
     public GatewayFilter apply(Config config) {
         RoutePolicy policy = checkedPolicy(defaults, config);
         if (config.getRouteId() != null) {
+            // Process polls and lookups find a record's settings by the name it is scoped by: a renamed route that
+            // keeps its operation keeps settling the records written before.
+            String operation = policy.operationOr(config.getRouteId());
             policy.processTracking().ifPresent(tracking -> {
-                services.statusObserver().register(config.getRouteId(), tracking, policy.retention());
-                services.processes().track(config.getRouteId(), tracking, policy.retention());
+                services.statusObserver().register(operation, tracking, policy.retention());
+                services.processes().track(operation, tracking, policy.retention());
             });
             policy.reconciliation().ifPresent(reconciliation -> {
                 Optional<Reconciler> reconciler = services.reconciler();
@@ -71,7 +74,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                     throw new IllegalStateException("Route " + config.getRouteId() + " has a reconcile-uri but the "
                             + "gateway has no Reconciler");
                 }
-                reconciler.get().reconcile(config.getRouteId(), new Reconciler.RouteLookup(reconciliation,
+                reconciler.get().reconcile(operation, new Reconciler.RouteLookup(reconciliation,
                         policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
             });
         }
@@ -122,7 +125,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                 processTracking(c),
                 defaults.forwardWhenStoreUnavailable(),
                 reconciliation,
-                contract);
+                contract,
+                Optional.ofNullable(c.getOperation()).map(String::trim));
     }
 
     /**
@@ -255,6 +259,7 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private Integer reconcileFound;
         private Integer reconcileNotFound;
         private String contract;
+        private String operation;
 
         @Override
         public void setRouteId(String routeId) { this.routeId = routeId; }
@@ -287,6 +292,10 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public void setReconcileFound(Integer reconcileFound) { this.reconcileFound = reconcileFound; }
         public Integer getReconcileNotFound() { return reconcileNotFound; }
         public void setReconcileNotFound(Integer reconcileNotFound) { this.reconcileNotFound = reconcileNotFound; }
+
+        /** The name that scopes the route's records; null: the route id. */
+        public String getOperation() { return operation; }
+        public void setOperation(String operation) { this.operation = operation; }
 
         /** {@code onboarding} or {@code ietf}: a String, so that another value is refused naming both. */
         public String getContract() { return contract; }

@@ -2,9 +2,10 @@ package dev.retrysafe.gateway.idempotency.filter;
 
 import dev.retrysafe.gateway.idempotency.decision.Decision;
 import dev.retrysafe.gateway.idempotency.decision.ReplayResponse;
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
+import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
@@ -34,7 +35,7 @@ final class ReservationLoop {
     private final IdempotencyStore store;
     private final Clock clock;
     private final IdempotencyScope scope;
-    private final Fingerprint fingerprint;
+    private final Fingerprints fingerprints;
     private final OwnerToken owner;
     private final String upstream;
     private final String method;
@@ -50,7 +51,7 @@ final class ReservationLoop {
         this.clock = route.clock();
         this.lookup = lookup;
         this.scope = request.scope();
-        this.fingerprint = request.fingerprint();
+        this.fingerprints = request.fingerprints();
         this.owner = request.owner();
         this.upstream = request.upstream();
         this.method = request.method();
@@ -69,7 +70,7 @@ final class ReservationLoop {
     }
 
     private Mono<Reservation> reserve() {
-        ReservationRequest request = new ReservationRequest(scope, fingerprint, owner, policy.inFlightLease(),
+        ReservationRequest request = new ReservationRequest(scope, fingerprints, owner, policy.inFlightLease(),
                 policy.unsettledRecordTtl(), upstream, remainingWait().toMillis() > 0, policy.upstreamHonoursKey(), method,
                 path, lookup);
         return StoreCall.within(policy.storeTimeout(), () -> store.reserve(request))
@@ -106,7 +107,8 @@ final class ReservationLoop {
         if (!(reservation instanceof Reservation.Taken taken)) {
             return Mono.just(new Answer.Forward());
         }
-        Decision decision = Decision.against(taken.existing(), fingerprint);
+        Decision decision = Decision.against(taken.existing(), fingerprints);
+        ruleChangeSeen(taken.existing(), decision);
         if (decision instanceof Decision.Replay replay) {
             ReplayResponse response = ReplayResponse.of(replay.response(), policy.replayStatus(),
                     replay.processEnded());
@@ -152,6 +154,21 @@ final class ReservationLoop {
                 .doFinally(signal -> waiter.close());
     }
 
+    /**
+     * A record fingerprinted under other rules than this route's (a change rolling through the fleet, or two routes of
+     * one operation): said at DEBUG with both rule sets, so a 409 a client calls wrong can be traced to the change.
+     */
+    private void ruleChangeSeen(IdempotencyRecord existing, Decision decision) {
+        if (log.isDebugEnabled() && fingerprints.rulesDifferFrom(existing.fingerprints())) {
+            log.debug("Scope {}: its record was fingerprinted under rules '{}', this route's are '{}': {}", scope.hash(),
+                    existing.fingerprints().rules(), fingerprints.rules(), decision instanceof Decision.PayloadMismatch
+                            ? "the strict fingerprints differ too, another payload (409)"
+                            : "the same intent (the same " + (fingerprints.fingerprint()
+                                    .equals(existing.fingerprints().fingerprint()) ? "fingerprint" : "strict fingerprint")
+                                    + ")");
+        }
+    }
+
     private Mono<Void> waitFor(SettleWaiter waiter, Duration left) {
         return Mono.defer(() -> {
             Runnable waiting = report.waiting();
@@ -161,7 +178,7 @@ final class ReservationLoop {
 
     private boolean stillInFlight(Reservation reservation) {
         return reservation instanceof Reservation.Taken taken
-                && Decision.against(taken.existing(), fingerprint) instanceof Decision.InFlight;
+                && Decision.against(taken.existing(), fingerprints) instanceof Decision.InFlight;
     }
 
     private Duration remainingWait() {

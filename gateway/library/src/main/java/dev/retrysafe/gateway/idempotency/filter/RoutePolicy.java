@@ -34,10 +34,14 @@ public record RoutePolicy(
         Optional<ProcessTracking> processTracking,
         boolean forwardWhenStoreUnavailable,
         Optional<Reconciliation> reconciliation,
-        ErrorContract contract) {
+        ErrorContract contract,
+        Optional<String> operation) {
+    /** An operation name is kept in every record and names its process links: bounded, one printable line. */
+    public static final int MAX_OPERATION_LENGTH = 200;
 
     public RoutePolicy {
         methods = Set.copyOf(methods);
+        operation.ifPresent(RoutePolicy::requireOperationName);
         Objects.requireNonNull(keySource, "keySource");
         Objects.requireNonNull(contract, "contract");
         if (replayStatus < 200 || replayStatus > 299) {
@@ -69,7 +73,12 @@ public record RoutePolicy(
         this(keySource, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
                 retention, outcomePolicy, maxRequestBytes, requestBodyTimeout, maxStoredResponseBytes, storeTimeout,
                 retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty(),
-                ErrorContract.ONBOARDING);
+                ErrorContract.ONBOARDING, Optional.empty());
+    }
+
+    /** The name that scopes this route's records: its operation arg, else {@code routeId}. */
+    public String operationOr(String routeId) {
+        return operation.orElse(routeId);
     }
 
     /**
@@ -120,6 +129,14 @@ public record RoutePolicy(
 
     public boolean guards(String method) {
         return methods.contains(method);
+    }
+
+    private static void requireOperationName(String name) {
+        if (name.isBlank() || name.length() > MAX_OPERATION_LENGTH
+                || name.chars().anyMatch(c -> c < 0x21 || c == 0x7f || c == ':')) {
+            throw new IllegalArgumentException("operation must be 1 to " + MAX_OPERATION_LENGTH + " printable "
+                    + "characters without spaces or ':', was '" + name + "'");
+        }
     }
 
     private static void requirePositive(String name, Duration value) {

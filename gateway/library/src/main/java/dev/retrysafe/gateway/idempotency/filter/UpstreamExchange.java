@@ -4,7 +4,7 @@ import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.response.GatewayResponses;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
@@ -61,7 +61,7 @@ final class UpstreamExchange {
     private final ServerWebExchange exchange;
     private final IdempotencyScope scope;
     private final OwnerToken owner;
-    private final Fingerprint fingerprint;
+    private final Fingerprints fingerprints;
     private final byte[] body;
     private final String upstream;
     private final RequestReport report;
@@ -80,7 +80,7 @@ final class UpstreamExchange {
         this.exchange = request.exchange();
         this.scope = request.scope();
         this.owner = request.owner();
-        this.fingerprint = request.fingerprint();
+        this.fingerprints = request.fingerprints();
         this.body = request.body();
         this.upstream = request.upstream();
         this.report = request.report();
@@ -313,7 +313,7 @@ final class UpstreamExchange {
             nothingToLink.tryEmitEmpty();
         }
         Duration ttl = unfinishedProcess.isPresent() ? tracking.get().maxRetention() : policy.retention();
-        Completion completion = new Completion(scope, owner, fingerprint, upstream, stored, ttl, unfinishedProcess);
+        Completion completion = new Completion(scope, owner, fingerprints, upstream, stored, ttl, unfinishedProcess);
         // Retried for as long as the record may exist, as a release or an UNCERTAIN mark is: given up after a few
         // seconds (as it once was), an answer the client already has left the record IN_FLIGHT, then "outcome
         // unknown" (the 100,000-exchange store torture found 8 such keys after chained Redis faults). The response

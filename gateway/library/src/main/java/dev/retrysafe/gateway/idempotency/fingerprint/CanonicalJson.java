@@ -63,6 +63,16 @@ public final class CanonicalJson {
         this.ignored = List.copyOf(Objects.requireNonNull(ignored, "ignored"));
     }
 
+    /** The fields whose arrays are sorted, as given. */
+    public Set<String> unorderedArrays() {
+        return unorderedArrays;
+    }
+
+    /** The values left out, as given. */
+    public List<JsonPointer> ignored() {
+        return ignored;
+    }
+
     /**
      * @return the canonical UTF-8 bytes, or empty when {@code json} is not exactly one valid JSON
      *         value in valid UTF-8 within Jackson's default limits (or repeats a key within an object)

@@ -7,17 +7,17 @@ import java.util.function.Supplier;
 /**
  * The fingerprints of the last JSON requests seen, by the SHA-256 of their raw bytes: a retry usually resends the
  * very bytes it sent first, and hashing those is several times cheaper than parsing and putting them in canonical
- * form again (about 10 us per KB). Only a hash and a fingerprint are kept, never a body.
+ * form again (about 10 us per KB). Only a hash and its fingerprints are kept, never a body.
  * <p>
  * Bounded by two generations of at most {@code capacity / 2} entries each: when the young one is full the old one
  * is dropped, so an entry used again survives (it is copied to the young generation on a hit) and memory never
- * exceeds {@code capacity} entries (about 250 bytes each), without a lock. Thread-safe.
+ * exceeds {@code capacity} entries (about 400 bytes each), without a lock. Thread-safe.
  */
 final class RememberedFingerprints {
 
     private final int generationSize;
-    private volatile ConcurrentHashMap<RawDigest, Fingerprint> young = new ConcurrentHashMap<>();
-    private volatile ConcurrentHashMap<RawDigest, Fingerprint> old = new ConcurrentHashMap<>();
+    private volatile ConcurrentHashMap<RawDigest, Fingerprints> young = new ConcurrentHashMap<>();
+    private volatile ConcurrentHashMap<RawDigest, Fingerprints> old = new ConcurrentHashMap<>();
 
     RememberedFingerprints(int capacity) {
         if (capacity < 2) {
@@ -26,14 +26,14 @@ final class RememberedFingerprints {
         this.generationSize = capacity / 2;
     }
 
-    Fingerprint computeIfAbsent(byte[] rawRequestDigest, Supplier<Fingerprint> fingerprint) {
+    Fingerprints computeIfAbsent(byte[] rawRequestDigest, Supplier<Fingerprints> fingerprint) {
         RawDigest key = RawDigest.of(rawRequestDigest);
-        Fingerprint known = young.get(key);
+        Fingerprints known = young.get(key);
         if (known != null) {
             return known;
         }
         known = old.get(key);
-        Fingerprint result = known != null ? known : fingerprint.get();
+        Fingerprints result = known != null ? known : fingerprint.get();
         remember(key, result);
         return result;
     }
@@ -42,8 +42,8 @@ final class RememberedFingerprints {
         return young.size() + old.size();
     }
 
-    private void remember(RawDigest key, Fingerprint fingerprint) {
-        ConcurrentHashMap<RawDigest, Fingerprint> current = young;
+    private void remember(RawDigest key, Fingerprints fingerprint) {
+        ConcurrentHashMap<RawDigest, Fingerprints> current = young;
         if (current.size() >= generationSize) {
             synchronized (this) {
                 if (young == current) {

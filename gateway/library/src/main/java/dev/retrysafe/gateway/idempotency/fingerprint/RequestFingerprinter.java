@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
 
@@ -27,9 +28,13 @@ public final class RequestFingerprinter {
     private static final byte[] INTENT_HEADERS_TAG = "headers-v1".getBytes(StandardCharsets.US_ASCII);
     private static final Function<String, List<String>> NO_HEADERS = name -> List.of();
 
+    /** The canonical form with no route rule, for the strict fingerprint. */
+    private static final CanonicalJson STRICT_JSON = new CanonicalJson(Set.of(), List.of());
+
     private final Function<byte[], Optional<byte[]>> canonicalJson;
     private final Optional<RememberedFingerprints> remembered;
     private final List<String> intentHeaders;
+    private final FingerprintRules rules;
 
     /** A fingerprinter that puts every JSON body in canonical form, however often it has seen it. */
     public RequestFingerprinter(CanonicalJson canonicalJson) {
@@ -50,18 +55,19 @@ public final class RequestFingerprinter {
      */
     public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints, List<String> intentHeaders) {
         this(Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize, rememberedFingerprints,
-                intentHeaders);
+                headerNames(intentHeaders), canonicalJson);
     }
 
-    /** For tests that count how often a body is put in canonical form. */
+    /** For tests that count how often a body is put in canonical form: a route with no rules. */
     RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints) {
-        this(canonicalJson, rememberedFingerprints, List.of());
+        this(canonicalJson, rememberedFingerprints, List.of(), new CanonicalJson(Set.of()));
     }
 
     private RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints,
-            List<String> intentHeaders) {
+            List<String> intentHeaders, CanonicalJson rulesOf) {
         this.canonicalJson = canonicalJson;
-        this.intentHeaders = headerNames(intentHeaders);
+        this.intentHeaders = intentHeaders;
+        this.rules = FingerprintRules.of(rulesOf.unorderedArrays(), rulesOf.ignored(), intentHeaders);
         if (rememberedFingerprints < 0) {
             throw new IllegalArgumentException("remembered-fingerprints must not be negative, was "
                     + rememberedFingerprints);
@@ -78,14 +84,28 @@ public final class RequestFingerprinter {
      * @param body        the request body, or {@code null} when there is none
      */
     public Fingerprint fingerprint(String method, String path, String rawQuery, String contentType, byte[] body) {
-        return fingerprint(method, path, rawQuery, contentType, body, NO_HEADERS);
+        return fingerprints(method, path, rawQuery, contentType, body, NO_HEADERS).fingerprint();
+    }
+
+    /** The fingerprint under the route's rules: {@link #fingerprints}' first. */
+    public Fingerprint fingerprint(String method, String path, String rawQuery, String contentType, byte[] body,
+            Function<String, List<String>> headerValues) {
+        return fingerprints(method, path, rawQuery, contentType, body, headerValues).fingerprint();
+    }
+
+    /** The rules this route's fingerprints are taken under. */
+    public FingerprintRules rules() {
+        return rules;
     }
 
     /**
+     * The request's fingerprint under the route's rules, its strict fingerprint (the same as the first on a route
+     * with no rules, not computed twice) and the rules' identity: what a record keeps.
+     *
      * @param headerValues every value of a request header, by name in any case, as sent (one per header line, in
      *                     order); empty when it was not sent. Asked only for the route's intent headers.
      */
-    public Fingerprint fingerprint(String method, String path, String rawQuery, String contentType, byte[] body,
+    public Fingerprints fingerprints(String method, String path, String rawQuery, String contentType, byte[] body,
             Function<String, List<String>> headerValues) {
         Objects.requireNonNull(method, "method");
         Objects.requireNonNull(path, "path");
@@ -158,10 +178,21 @@ public final class RequestFingerprinter {
         return true;
     }
 
-    private Fingerprint computed(String method, String path, String rawQuery, String contentType, byte[] rawBody,
+    private Fingerprints computed(String method, String path, String rawQuery, String contentType, byte[] rawBody,
             List<byte[]> headerParts) {
-        Optional<byte[]> canonicalBody = isJson(contentType) ? canonicalJson.apply(rawBody) : Optional.empty();
+        boolean json = isJson(contentType);
+        Fingerprint fingerprint = digest(method, path, rawQuery, rawBody,
+                json ? canonicalJson.apply(rawBody) : Optional.empty(), headerParts);
+        if (rules.none()) {
+            return new Fingerprints(fingerprint, fingerprint, rules.id());
+        }
+        Fingerprint strict = digest(method, path, rawQuery, rawBody,
+                json ? STRICT_JSON.canonicalize(rawBody) : Optional.empty(), List.of());
+        return new Fingerprints(fingerprint, strict, rules.id());
+    }
 
+    private static Fingerprint digest(String method, String path, String rawQuery, byte[] rawBody,
+            Optional<byte[]> canonicalBody, List<byte[]> headerParts) {
         // A fresh digest per call: digests are stateful and not thread-safe.
         PartsDigest sha256 = new PartsDigest();
         // Every part is length-prefixed, so no part can bleed into the next (path "/a" + query "b"

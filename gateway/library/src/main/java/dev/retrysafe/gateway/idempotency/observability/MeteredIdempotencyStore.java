@@ -60,8 +60,8 @@ public final class MeteredIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
-        return store.processEnded(routeId, processId, terminalValue, retention);
+    public Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention) {
+        return store.processEnded(operation, processId, terminalValue, retention);
     }
 
     @Override

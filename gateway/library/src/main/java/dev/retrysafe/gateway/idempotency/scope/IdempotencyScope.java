@@ -6,26 +6,38 @@ import java.util.Base64;
 import java.util.Objects;
 
 /**
- * Where a key is unique: the same key sent by two tenants, or to two routes, names two different operations.
+ * Where a key is unique: the same key sent by two tenants, or for two operations, names two different intents.
+ * The operation is the route's {@code operation} arg, by default its id: a route renamed, split or moved that keeps
+ * its operation keeps its records, and two routes naming one operation share them. The route id is carried for
+ * metrics and operators only; it is not part of the scope.
  * Its hash is computed once: it names the Redis record and the wake-up message, and appears in logs.
  */
 public final class IdempotencyScope {
     private final String tenant;
+    private final String operation;
     private final String routeId;
     private final IdempotencyKey key;
     private final String hash;
     private final String tenantHash;
 
+    /** On the route whose id is the operation (a route that does not name one). */
+    public IdempotencyScope(String tenant, String operation, IdempotencyKey key) {
+        this(tenant, operation, operation, key);
+    }
+
     /**
-     * @param tenant  who sent the request; {@code ""} for anonymous requests
-     * @param routeId the gateway route the request matched
-     * @param key     the client's idempotency key
+     * @param tenant    who sent the request; {@code ""} for anonymous requests
+     * @param operation the name that scopes records: the route's {@code operation} arg, else its id
+     * @param routeId   the gateway route the request matched
+     * @param key       the client's idempotency key
      */
-    public IdempotencyScope(String tenant, String routeId, IdempotencyKey key) {
+    public IdempotencyScope(String tenant, String operation, String routeId, IdempotencyKey key) {
         this.tenant = Objects.requireNonNull(tenant, "tenant");
+        this.operation = Objects.requireNonNull(operation, "operation");
         this.routeId = Objects.requireNonNull(routeId, "routeId");
         this.key = Objects.requireNonNull(key, "key");
-        byte[] digest = new PartsDigest().add(tenant).add(routeId).add(key.value()).digest();
+        // The operation where the route id was before it existed: a route that names none hashes as it always did.
+        byte[] digest = new PartsDigest().add(tenant).add(operation).add(key.value()).digest();
         this.hash = Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
         this.tenantHash = tenantHash(tenant);
     }
@@ -34,6 +46,11 @@ public final class IdempotencyScope {
         return tenant;
     }
 
+    public String operation() {
+        return operation;
+    }
+
+    /** The route the request matched: for metrics and operators, not part of the scope. */
     public String routeId() {
         return routeId;
     }
@@ -43,7 +60,7 @@ public final class IdempotencyScope {
     }
 
     /**
-     * Base64url (no padding) SHA-256 of the length-prefixed tenant, route id and key: the only form of the scope
+     * Base64url (no padding) SHA-256 of the length-prefixed tenant, operation and key: the only form of the scope
      * that may reach Redis key names, so Redis never holds the raw tenant or key.
      */
     public String hash() {
@@ -52,13 +69,13 @@ public final class IdempotencyScope {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof IdempotencyScope other && tenant.equals(other.tenant) && routeId.equals(other.routeId)
+        return o instanceof IdempotencyScope other && tenant.equals(other.tenant) && operation.equals(other.operation)
                 && key.equals(other.key);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(tenant, routeId, key);
+        return Objects.hash(tenant, operation, key);
     }
 
     /** SHA-256 of the tenant alone, base64url: lets operators list one tenant's records without storing it raw. */

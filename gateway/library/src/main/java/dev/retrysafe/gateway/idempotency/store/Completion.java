@@ -1,17 +1,17 @@
 package dev.retrysafe.gateway.idempotency.store;
 
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
 import java.util.Optional;
 
 /**
- * A final response to store. The fingerprint and upstream are only used if the record has to be written anew.
+ * A final response to store. The fingerprints and upstream are only used if the record has to be written anew.
  *
  * @param ttl       how long the record lives from now: the retention, or the hard cap while a process is unfinished
  * @param processId the process the response started, when the route tracks processes
  */
-public record Completion(IdempotencyScope scope, OwnerToken owner, Fingerprint fingerprint, String upstream,
+public record Completion(IdempotencyScope scope, OwnerToken owner, Fingerprints fingerprints, String upstream,
         StoredResponse response, Duration ttl, Optional<String> processId) {
 }

@@ -42,8 +42,11 @@ public interface IdempotencyStore {
      */
     Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
 
-    /** Records that a linked process ended: from now on the record lives {@code retention}. */
-    Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention);
+    /**
+     * Records that a linked process ended: from now on the record lives {@code retention}. {@code operation} is the
+     * record's (the route id on a route that names none): process links are kept by it.
+     */
+    Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention);
 
     /**
      * Registers interest in the scope being completed, released or made uncertain; the returned waiter fires when

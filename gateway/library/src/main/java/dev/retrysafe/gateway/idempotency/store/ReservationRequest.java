@@ -1,6 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store;
 
-import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
 import java.util.Optional;
@@ -19,7 +19,7 @@ import java.util.Optional;
  * @param lookup          on a reconciling route, what a lookup of the record at the upstream needs, kept with a new
  *                        record
  */
-public record ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
+public record ReservationRequest(IdempotencyScope scope, Fingerprints fingerprints, OwnerToken owner, Duration lease,
         Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method, String path,
         Optional<LookupValues> lookup) {
     /** A stored path is cut at this many characters: enough to recognise the call, bounded in every record. */
@@ -32,16 +32,16 @@ public record ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint
     }
 
     /** On a route that does not reconcile. */
-    public ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
+    public ReservationRequest(IdempotencyScope scope, Fingerprints fingerprints, OwnerToken owner, Duration lease,
             Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method,
             String path) {
-        this(scope, fingerprint, owner, lease, recordTtl, upstream, willWait, retakeUncertain, method, path,
+        this(scope, fingerprints, owner, lease, recordTtl, upstream, willWait, retakeUncertain, method, path,
                 Optional.empty());
     }
 
     /** Without the request's method and path (a store test that has no request). */
-    public ReservationRequest(IdempotencyScope scope, Fingerprint fingerprint, OwnerToken owner, Duration lease,
+    public ReservationRequest(IdempotencyScope scope, Fingerprints fingerprints, OwnerToken owner, Duration lease,
             Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain) {
-        this(scope, fingerprint, owner, lease, recordTtl, upstream, willWait, retakeUncertain, "", "");
+        this(scope, fingerprints, owner, lease, recordTtl, upstream, willWait, retakeUncertain, "", "");
     }
 }

@@ -42,7 +42,8 @@ class ConfigurationMetadataTest {
             ROUTE_ARGS + "fingerprint-headers", // no header is
             ROUTE_ARGS + "process-status-uri", // no process tracking
             ROUTE_ARGS + "reconcile-uri", // UNCERTAIN records wait for an operator
-            ROUTE_ARGS + "reconcile-after"); // worked out per route, from its response timeout
+            ROUTE_ARGS + "reconcile-after", // worked out per route, from its response timeout
+            ROUTE_ARGS + "operation"); // the route id
 
     @Test
     void everyPropertyHasADescriptionAndADefault() throws IOException {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -229,7 +230,7 @@ class ProcessWatcherTest {
     private void stored202(InMemoryIdempotencyStore store, IdempotencyScope where, String processId) {
         StoredResponse accepted = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
-        store.complete(new Completion(where, OwnerToken.random(), new Fingerprint("a".repeat(64)), upstream(),
+        store.complete(new Completion(where, OwnerToken.random(), Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), upstream(),
                 accepted, Duration.ofDays(7), Optional.of(processId))).block(WAIT);
     }
 

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
@@ -40,8 +41,8 @@ import reactor.core.scheduler.Schedulers;
  * must hold is {@link #LEASE}, half a minute), so a slow machine makes the Redis run slower, never wrong.
  */
 public abstract class IdempotencyStoreContract {
-    static final Fingerprint FP = new Fingerprint("a".repeat(64));
-    static final Fingerprint OTHER_FP = new Fingerprint("b".repeat(64));
+    static final Fingerprints FP = Fingerprints.underNoRules(new Fingerprint("a".repeat(64)));
+    static final Fingerprints OTHER_FP = Fingerprints.underNoRules(new Fingerprint("b".repeat(64)));
     static final String UPSTREAM = "http://upstream";
     /** A lease that holds for the whole test. */
     static final Duration LEASE = Duration.ofSeconds(30);
@@ -130,6 +131,30 @@ public abstract class IdempotencyStoreContract {
                 false));
         assertThat(taken(reserve(FP, OwnerToken.random())).response()).as("replayed as often as asked")
                 .contains(response("done"));
+    }
+
+    /**
+     * A retry fingerprinted under other rules than the record's (a config change rolling through the fleet): the same
+     * intent by its strict fingerprint, replayed; another strict fingerprint is another payload, never told the
+     * response. The record comes back with the rules and strict fingerprint it was written with.
+     */
+    @Test
+    void underOtherFingerprintRulesTheStrictFingerprintDecides() {
+        Fingerprints sameUnderOtherRules = new Fingerprints(new Fingerprint("d".repeat(64)), FP.strict(),
+                "c1;ignore=/sentAt");
+        Fingerprints otherUnderOtherRules = new Fingerprints(new Fingerprint("d".repeat(64)),
+                new Fingerprint("e".repeat(64)), "c1;ignore=/sentAt");
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        assertThat(taken(reserve(sameUnderOtherRules, OwnerToken.random())).fingerprints()).isEqualTo(FP);
+        complete(owner, response("done"));
+
+        assertThat(taken(reserve(sameUnderOtherRules, OwnerToken.random())).response()).contains(response("done"));
+        IdempotencyRecord other = taken(reserve(otherUnderOtherRules, OwnerToken.random()));
+        assertThat(other.response()).as("never sent for another payload").isEmpty();
+        assertThat(other.fingerprints()).isEqualTo(FP);
+        assertThat(taken(reserve(new Fingerprints(new Fingerprint("d".repeat(64)), FP.strict(), FP.rules()),
+                OwnerToken.random())).response()).as("under the same rules the fingerprint decides").isEmpty();
     }
 
     @Test
@@ -1007,7 +1032,7 @@ public abstract class IdempotencyStoreContract {
         letMoreThan(Duration.ofMillis(1));
     }
 
-    Reservation reserve(Fingerprint fingerprint, OwnerToken owner) {
+    Reservation reserve(Fingerprints fingerprint, OwnerToken owner) {
         return reserve(request(fingerprint, owner));
     }
 
@@ -1015,7 +1040,7 @@ public abstract class IdempotencyStoreContract {
         return store().reserve(request.build()).block(WAIT);
     }
 
-    Request request(Fingerprint fingerprint, OwnerToken owner) {
+    Request request(Fingerprints fingerprint, OwnerToken owner) {
         return new Request(fingerprint, owner);
     }
 
@@ -1042,7 +1067,7 @@ public abstract class IdempotencyStoreContract {
 
     /** A reservation of this test's scope; long lease, a day's ttl, no waiting, no retake unless told. */
     final class Request {
-        private final Fingerprint fingerprint;
+        private final Fingerprints fingerprint;
         private final OwnerToken owner;
         private Duration lease = LEASE;
         private Duration recordTtl = RETENTION.plus(LEASE);
@@ -1050,7 +1075,7 @@ public abstract class IdempotencyStoreContract {
         private boolean retakeUncertain;
         private Optional<LookupValues> lookup = Optional.empty();
 
-        Request(Fingerprint fingerprint, OwnerToken owner) {
+        Request(Fingerprints fingerprint, OwnerToken owner) {
             this.fingerprint = fingerprint;
             this.owner = owner;
         }

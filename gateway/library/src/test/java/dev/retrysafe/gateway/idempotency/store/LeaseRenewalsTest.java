@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.support.ForwardingStore;
@@ -43,7 +44,7 @@ class LeaseRenewalsTest {
                 return delegate.renew(scope, owner, lease).doOnNext(answers::add);
             }
         }, Duration.ofMillis(50));
-        records.reserve(new ReservationRequest(scope, new Fingerprint("ab".repeat(32)), owner, LEASE, Duration.ofMinutes(5),
+        records.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("ab".repeat(32))), owner, LEASE, Duration.ofMinutes(5),
                 "http://upstream", false, false, "POST", "/merchants")).block();
         long heldAt = System.nanoTime();
 

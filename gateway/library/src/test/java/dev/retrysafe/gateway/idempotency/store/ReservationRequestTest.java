@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 /** What a client's path can put into every record it reserves: bounded, whatever it sends. */
 class ReservationRequestTest {
     final IdempotencyScope scope = new IdempotencyScope("", "r", new IdempotencyKey("a-key-long-enough-1"));
-    final Fingerprint fingerprint = new Fingerprint("0".repeat(64));
+    final Fingerprints fingerprint = Fingerprints.underNoRules(new Fingerprint("0".repeat(64)));
 
     @Test
     void aLongPathIsCutToTheBoundAndMarkedAsCut() {

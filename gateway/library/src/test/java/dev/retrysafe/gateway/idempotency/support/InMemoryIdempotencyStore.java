@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.support;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
@@ -109,15 +110,15 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             String hash = r.scope().hash();
             Entry entry = live(hash, now);
             boolean replay = entry != null && entry.state == RecordState.COMPLETED
-                    && entry.fingerprint.equals(r.fingerprint());
+                    && r.fingerprints().sameIntentAs(entry.fingerprints);
             if (!replay && releasedHow(hash, r.owner(), now) != null) {
                 // Its own reserve arriving after its release: it must not bind the key to an owner nobody holds. A
                 // replay writes nothing: even a released owner is told the key's result.
                 return new Reservation.Fenced(r.owner());
             }
             if (entry == null) {
-                entry = new Entry(r.fingerprint());
-                entry.routeId = r.scope().routeId();
+                entry = new Entry(r.fingerprints());
+                entry.routeId = r.scope().operation();
                 entry.upstream = r.upstream();
                 entry.state = RecordState.IN_FLIGHT;
                 entry.owner = r.owner();
@@ -128,9 +129,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 records.put(hash, entry);
                 return new Reservation.Reserved(r.owner());
             }
-            if (!entry.fingerprint.equals(r.fingerprint())) {
+            if (!r.fingerprints().sameIntentAs(entry.fingerprints)) {
                 // Another payload: the record as it stands (no lapse applied), never its response.
-                return taken(entry.state, entry.fingerprint, Optional.empty(), false);
+                return taken(entry.state, entry.fingerprints, Optional.empty(), false);
             }
             if (entry.state == RecordState.IN_FLIGHT && r.owner().equals(entry.owner)) {
                 // Its own reserve re-sent after a reconnect: still its own, a fresh lease, no waiter counted.
@@ -156,13 +157,13 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 return new Reservation.Reserved(r.owner());
             }
             if (entry.state == RecordState.COMPLETED) {
-                return taken(entry.state, entry.fingerprint, Optional.of(copy(entry.response)),
+                return taken(entry.state, entry.fingerprints, Optional.of(copy(entry.response)),
                         PROCESS_ENDED.equals(entry.processState));
             }
             if (entry.state == RecordState.IN_FLIGHT && r.willWait()) {
                 entry.waiters++;
             }
-            return taken(entry.state, entry.fingerprint, Optional.empty(), false);
+            return taken(entry.state, entry.fingerprints, Optional.empty(), false);
         });
     }
 
@@ -188,7 +189,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             Entry entry = live(hash, now);
             int status = c.response().status();
             if (entry != null && entry.state == RecordState.COMPLETED && c.owner().equals(entry.owner)
-                    && entry.fingerprint.equals(c.fingerprint()) && entry.status == status) {
+                    && entry.fingerprints.fingerprint().equals(c.fingerprints().fingerprint()) && entry.status == status) {
                 // A retried call whose first attempt landed: same owner, same request, same status.
                 wakeUps.add(hash);
                 return CompletionResult.ALREADY_STORED;
@@ -201,8 +202,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
             CompletionResult result = CompletionResult.STORED;
             if (entry == null) {
                 // The record vanished: nobody else can own a record that does not exist.
-                entry = new Entry(c.fingerprint());
-                entry.routeId = c.scope().routeId();
+                entry = new Entry(c.fingerprints());
+                entry.routeId = c.scope().operation();
                 entry.upstream = c.upstream();
                 entry.restored = true;
                 records.put(hash, entry);
@@ -223,7 +224,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 entry.pollDelay = millis(firstProcessPoll);
                 pendingProcesses.put(hash, now + entry.pollDelay);
                 // SET ... PX ttl in the same step: the link's own expiry, not clamped like the record's.
-                processLinks.put(processKey(c.scope().routeId(), entry.processId),
+                processLinks.put(processKey(c.scope().operation(), entry.processId),
                         new Expiring(hash, now + c.ttl().toMillis()));
             }
             entry.expiresAt = now + millis(c.ttl());
@@ -613,7 +614,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         return value;
     }
 
-    private static Reservation taken(RecordState state, Fingerprint fingerprint, Optional<StoredResponse> response,
+    private static Reservation taken(RecordState state, Fingerprints fingerprint, Optional<StoredResponse> response,
             boolean processEnded) {
         return new Reservation.Taken(new IdempotencyRecord(state, fingerprint, response, processEnded));
     }
@@ -643,7 +644,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
 
     /** The fields of one Redis record hash that change what the store answers. */
     private static final class Entry {
-        final Fingerprint fingerprint;
+        final Fingerprints fingerprints;
         RecordState state;
         OwnerToken owner;
         long leaseUntil;
@@ -665,12 +666,12 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
         long lookupDelay;
         String resolvedBy;
 
-        Entry(Fingerprint fingerprint) {
-            this.fingerprint = fingerprint;
+        Entry(Fingerprints fingerprints) {
+            this.fingerprints = fingerprints;
         }
 
         StoredRecord view() {
-            return new StoredRecord(state, fingerprint, owner, Optional.ofNullable(response).map(
+            return new StoredRecord(state, fingerprints.fingerprint(), owner, Optional.ofNullable(response).map(
                     InMemoryIdempotencyStore::copy),
                     state == RecordState.IN_FLIGHT ? OptionalLong.of(leaseUntil) : OptionalLong.empty(), expiresAt,
                     attempts, waiters, Optional.ofNullable(uncertainReason), Optional.ofNullable(processId),

@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.record.IdempotencyRecord;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
@@ -135,19 +136,22 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return inFlightLease.compareTo(RELEASED_OWNERS_TTL) > 0 ? inFlightLease : RELEASED_OWNERS_TTL;
     }
 
-    static String processKey(String routeId, String processId) {
-        return PROCESS_KEY_PREFIX + routeId + ":" + processId;
+    /** By the record's operation (the route id, on a route that names none, as before operations existed). */
+    static String processKey(String operation, String processId) {
+        return PROCESS_KEY_PREFIX + operation + ":" + processId;
     }
 
     @Override
     public Mono<Reservation> reserve(ReservationRequest r) {
         IdempotencyScope scope = r.scope();
-        List<byte[]> before = List.of(bytes(r.fingerprint().hex()), bytes(r.owner().value()), millis(r.lease()),
-                r.willWait() ? YES : NO, bytes(scope.routeId()), bytes(scope.tenantHash()), bytes(r.upstream()),
-                millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
+        Fingerprints fingerprints = r.fingerprints();
+        List<byte[]> before = List.of(bytes(fingerprints.fingerprint().hex()), bytes(r.owner().value()),
+                millis(r.lease()), r.willWait() ? YES : NO, bytes(scope.operation()), bytes(scope.tenantHash()),
+                bytes(r.upstream()), millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
         List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
                 r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
-                r.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
+                r.lookup().map(l -> millis(l.after())).orElse(new byte[0]), bytes(fingerprints.strict().hex()),
+                bytes(fingerprints.rules()), bytes(scope.routeId()));
         return reserve(r, args(before, wakeUps.scriptArgs(scope.hash()), after))
                 .onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
     }
@@ -223,7 +227,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
-        String identity = String.join("\n", c.fingerprint().hex(), scope.routeId(), scope.tenantHash(), c.upstream());
+        Fingerprints fingerprints = c.fingerprints();
+        // A record written anew is written whole, in this release's format (see idempotency_complete.lua).
+        String identity = String.join("\n", fingerprints.fingerprint().hex(), scope.operation(), scope.tenantHash(),
+                c.upstream(), fingerprints.strict().hex(), fingerprints.rules(), scope.routeId());
         List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
         List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
@@ -239,7 +246,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         if (c.processId().isEmpty()) {
             return store(scope, slotKeys, args);
         }
-        String link = processKey(scope.routeId(), c.processId().get());
+        String link = processKey(scope.operation(), c.processId().get());
         return connection().flatMap(connection -> connection.cluster()
                 ? completeOnCluster(connection, c, slotKeys, link, args)
                 : store(scope, withDirectoryAndLink(slotKeys, link), args));
@@ -330,8 +337,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     @Override
-    public Mono<Boolean> processEnded(String routeId, String processId, String terminalValue, Duration retention) {
-        return connection().flatMap(r -> r.get(processKey(routeId, processId)))
+    public Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention) {
+        return connection().flatMap(r -> r.get(processKey(operation, processId)))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
                 .flatMap(scopeHash -> this.<Long>script(PROCESS_ENDED,
                         List.of(recordKey(scopeHash), RedisProcessQueue.pendingKey(scopeHash)),
@@ -389,13 +396,17 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         if ("FENCED".equals(state)) {
             return new Reservation.Fenced(owner);
         }
+        // {state, fingerprint, response ('' unless a replay), process state, lookup, strict, rules}
         Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
+        Fingerprints fingerprints = new Fingerprints(fingerprint, new Fingerprint(text(reply.get(5))),
+                text(reply.get(6)));
         RecordState recordState = RecordState.valueOf(state);
-        Optional<StoredResponse> response = recordState == RecordState.COMPLETED && reply.size() > 2
-                ? Optional.of(codec.decode((byte[]) reply.get(2), scope.hash()))
+        Optional<StoredResponse> response = recordState == RecordState.COMPLETED
+                && reply.get(2) instanceof byte[] stored && stored.length > 0
+                ? Optional.of(codec.decode(stored, scope.hash()))
                 : Optional.empty();
-        boolean processEnded = reply.size() > 3 && "ENDED".equals(text(reply.get(3)));
-        return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprint, response, processEnded));
+        boolean processEnded = "ENDED".equals(text(reply.get(3)));
+        return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprints, response, processEnded));
     }
 
     private static String text(Object element) {

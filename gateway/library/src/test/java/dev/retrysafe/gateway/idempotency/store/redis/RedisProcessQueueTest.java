@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -273,7 +274,7 @@ class RedisProcessQueueTest {
     private static void stored202(RedisIdempotencyStore store, IdempotencyScope scope, String processId) {
         StoredResponse accepted = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
-        store.complete(new Completion(scope, OwnerToken.random(), new Fingerprint("a".repeat(64)), "http://upstream",
+        store.complete(new Completion(scope, OwnerToken.random(), Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), "http://upstream",
                 accepted, Duration.ofDays(7), Optional.of(processId))).block(WAIT);
     }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
@@ -47,7 +48,7 @@ import reactor.core.scheduler.Schedulers;
  */
 class RedisWakeUpsTest {
     static final Duration WAIT = Duration.ofSeconds(5);
-    static final Fingerprint FP = new Fingerprint("a".repeat(64));
+    static final Fingerprints FP = Fingerprints.underNoRules(new Fingerprint("a".repeat(64)));
 
     static RedisProcess redis;
     static LettuceConnectionFactory connections;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -298,14 +299,14 @@ class StoreConnectionTest {
     }
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner) {
-        return new ReservationRequest(scope, new Fingerprint("a".repeat(64)), owner, Duration.ofSeconds(30),
+        return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
                 Duration.ofHours(1), "http://upstream", false, false);
     }
 
     private static Completion accepted(IdempotencyScope scope, OwnerToken owner, String processId) {
         StoredResponse response = new StoredResponse(202, List.of(),
                 ("{\"processId\":\"" + processId + "\"}").getBytes(StandardCharsets.UTF_8), false);
-        return new Completion(scope, owner, new Fingerprint("a".repeat(64)), "http://upstream", response,
+        return new Completion(scope, owner, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), "http://upstream", response,
                 Duration.ofHours(1), Optional.of(processId));
     }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
@@ -40,7 +41,7 @@ import org.springframework.data.redis.core.script.RedisScript;
  */
 class UnsettledIndexTest {
     static final Duration WAIT = Duration.ofSeconds(30);
-    static final Fingerprint FP = new Fingerprint("a".repeat(64));
+    static final Fingerprints FP = Fingerprints.underNoRules(new Fingerprint("a".repeat(64)));
     static RedisClient redis;
     static ReactiveRedisTemplate<String, byte[]> bytes;
 

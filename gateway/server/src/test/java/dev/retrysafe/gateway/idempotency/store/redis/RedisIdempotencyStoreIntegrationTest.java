@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
@@ -53,8 +54,8 @@ class RedisIdempotencyStoreIntegrationTest {
     static ReactiveStringRedisTemplate strings;
     static final SettleSignals signals = new SettleSignals();
 
-    static final Fingerprint FP = new Fingerprint("a".repeat(64));
-    static final Fingerprint OTHER_FP = new Fingerprint("b".repeat(64));
+    static final Fingerprints FP = Fingerprints.underNoRules(new Fingerprint("a".repeat(64)));
+    static final Fingerprints OTHER_FP = Fingerprints.underNoRules(new Fingerprint("b".repeat(64)));
     static final Duration LEASE = Duration.ofSeconds(30);
     static final Duration RETENTION = Duration.ofHours(24);
 
@@ -93,7 +94,7 @@ class RedisIdempotencyStoreIntegrationTest {
                 body.getBytes(StandardCharsets.UTF_8), false);
     }
 
-    static Mono<Reservation> reserve(IdempotencyScope scope, Fingerprint fp, OwnerToken owner, Duration lease,
+    static Mono<Reservation> reserve(IdempotencyScope scope, Fingerprints fp, OwnerToken owner, Duration lease,
             boolean wait) {
         return store.reserve(new ReservationRequest(scope, fp, owner, lease, RETENTION, "http://upstream", wait, false));
     }
@@ -162,7 +163,7 @@ class RedisIdempotencyStoreIntegrationTest {
         });
         Reservation other = reserve(scope, OTHER_FP, OwnerToken.random(), LEASE, false).block();
         assertThat(other).isInstanceOfSatisfying(Reservation.Taken.class, taken -> {
-            assertThat(taken.existing().fingerprint()).isEqualTo(FP);
+            assertThat(taken.existing().fingerprints()).isEqualTo(FP);
             assertThat(taken.existing().response()).as("never sent for another payload").isEmpty();
         });
     }

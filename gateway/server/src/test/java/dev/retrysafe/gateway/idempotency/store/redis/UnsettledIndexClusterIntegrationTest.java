@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
+import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
@@ -44,7 +45,7 @@ import org.springframework.data.redis.core.ReactiveRedisTemplate;
  */
 class UnsettledIndexClusterIntegrationTest {
     static final Duration WAIT = Duration.ofSeconds(60);
-    static final Fingerprint FP = new Fingerprint("d".repeat(64));
+    static final Fingerprints FP = Fingerprints.underNoRules(new Fingerprint("d".repeat(64)));
     static LocalRedisCluster cluster;
 
     /** Per test, so that Lettuce's view of the topology is read afresh. */
