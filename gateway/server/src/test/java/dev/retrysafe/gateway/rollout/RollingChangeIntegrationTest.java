@@ -54,7 +54,7 @@ class RollingChangeIntegrationTest {
     static WireMockServer upstream;
     /** The onboarding route as shipped. */
     static ConfigurableApplicationContext shipped;
-    /** The same route with the change: fingerprint-ignore /sentAt, and an intent header. */
+    /** The same route with every kind of rule changed: an unordered array dropped, a field ignored, a header added. */
     static ConfigurableApplicationContext changed;
     /**
      * The route renamed onboarding-v2, with and without {@code operation: onboarding}. Every instance lives as long as
@@ -69,8 +69,8 @@ class RollingChangeIntegrationTest {
         upstream = new WireMockServer(options().dynamicPort());
         upstream.start();
         shipped = gateway("onboarding", Map.of("unordered-arrays", SHIPPED_ARRAYS));
-        changed = gateway("onboarding", Map.of("unordered-arrays", SHIPPED_ARRAYS, "fingerprint-ignore", "/sentAt",
-                "fingerprint-headers", "X-Api-Version"));
+        changed = gateway("onboarding", Map.of("unordered-arrays", "integrations,paymentMethods",
+                "fingerprint-ignore", "/sentAt", "fingerprint-headers", "X-Api-Version"));
         renamedKeepingOperation = gateway("onboarding-v2", Map.of("operation", "onboarding",
                 "unordered-arrays", SHIPPED_ARRAYS));
         renamed = gateway("onboarding-v2", Map.of("unordered-arrays", SHIPPED_ARRAYS));
