@@ -8,6 +8,9 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlPathMatching;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.support.Gateways;
@@ -26,6 +29,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.slf4j.LoggerFactory;
 import org.springframework.cloud.gateway.event.RefreshRoutesEvent;
 import org.springframework.cloud.gateway.event.RefreshRoutesResultEvent;
 import org.springframework.cloud.gateway.filter.FilterDefinition;
@@ -49,6 +53,7 @@ class RollingChangeIntegrationTest {
     static final String BODY = "{\"legalName\":\"ACME\",\"paymentMethods\":[\"CARD\",\"PIX\"],"
             + "\"sentAt\":\"2026-12-05T10:00:00Z\"}";
     static final Duration WAIT = Duration.ofSeconds(20);
+    static final String RESERVATION_LOOP = "dev.retrysafe.gateway.idempotency.filter.ReservationLoop";
 
     static EmbeddedRedisServer redis;
     static WireMockServer upstream;
@@ -62,6 +67,8 @@ class RollingChangeIntegrationTest {
      */
     static ConfigurableApplicationContext renamedKeepingOperation;
     static ConfigurableApplicationContext renamed;
+    /** The reservation loop's DEBUG lines, where a rule change met is said. */
+    static final ListAppender<ILoggingEvent> ruleChanges = new ListAppender<>();
 
     @BeforeAll
     static void start() {
@@ -74,13 +81,19 @@ class RollingChangeIntegrationTest {
         renamedKeepingOperation = gateway("onboarding-v2", Map.of("operation", "onboarding",
                 "unordered-arrays", SHIPPED_ARRAYS));
         renamed = gateway("onboarding-v2", Map.of("unordered-arrays", SHIPPED_ARRAYS));
+        // Attached once every gateway has started: each start resets the JVM's log configuration.
+        Logger loop = (Logger) LoggerFactory.getLogger(RESERVATION_LOOP);
+        ruleChanges.setContext(loop.getLoggerContext());
+        ruleChanges.start();
+        loop.addAppender(ruleChanges);
     }
 
     static ConfigurableApplicationContext gateway(String routeId, Map<String, String> args) {
         return Gateways.start("http://127.0.0.1:" + upstream.port(), routeId, args, Map.of(
                 "spring.data.redis.host", "127.0.0.1",
                 "spring.data.redis.port", String.valueOf(redis.port()),
-                "idempotency.record-counts.enabled", "false"));
+                "idempotency.record-counts.enabled", "false",
+                "logging.level." + RESERVATION_LOOP, "DEBUG"));
     }
 
     @AfterAll
@@ -107,6 +120,12 @@ class RollingChangeIntegrationTest {
         return Gateways.client(gateway).post().uri(path).header("Idempotency-Key", key)
                 .header("Content-Type", "application/json").header("X-Api-Version", "2").bodyValue(body)
                 .exchangeToMono(r -> r.toEntity(String.class)).block(WAIT);
+    }
+
+    static List<String> debugLines() {
+        synchronized (ruleChanges) {
+            return ruleChanges.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+        }
     }
 
     static int writesReceived(String path) {
@@ -143,6 +162,10 @@ class RollingChangeIntegrationTest {
         ResponseEntity<String> restamped = send(changed, "/merchants", key, BODY.replace("10:00:00Z", "10:00:07Z"));
         assertThat(restamped.getStatusCode().value()).isEqualTo(409);
         assertThat(restamped.getBody()).contains("The idempotency key was already used with a different payload.");
+        assertThat(debugLines()).as("the rule change named at DEBUG").anySatisfy(line -> assertThat(line)
+                .contains("its record was fingerprinted under rules 'c1;arrays=integrations,paymentMethods,sites', "
+                        + "this route's are 'c1;arrays=integrations,paymentMethods;ignore=/sentAt;headers=x-api-version'")
+                .contains("another payload (409)"));
         assertThat(send(shipped, "/merchants", key, BODY.replace("ACME", "OTHER")).getStatusCode().value())
                 .isEqualTo(409);
 
