@@ -50,9 +50,16 @@ if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= AR
     return 0
   end
   redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
-    'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2, 'rules', rules, 'route_id', route_id)
+    'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2)
+  -- As idempotency_reserve.lua writes a new record: each optional field only where it says something.
+  if rules ~= 'c1' then
+    redis.call('HSET', KEYS[1], 'rules', rules)
+  end
   if strict ~= fingerprint then
     redis.call('HSET', KEYS[1], 'strict', strict)
+  end
+  if route_id ~= route then
+    redis.call('HSET', KEYS[1], 'route_id', route_id)
   end
   result = 2
 end

@@ -16,8 +16,10 @@
 -- lookup values that turns UNCERTAIN is looked up at its upstream this long after (reconcile_queue)
 -- ARGV[17] strict fingerprint (the canonical form with no route rule)   ARGV[18] the route's fingerprint rules
 -- ARGV[19] the id of the route that reserves (for operators)
--- A new record is written in format 2: 'format', 'rules', 'route_id', and 'strict' when it differs from 'fingerprint'.
--- Format 1 (no 'format' field) has neither: compared by its fingerprint only.
+-- A new record is written in format 2: 'format', and, only where they say something (every field costs a record
+-- about 40 bytes, more once its hash outgrows a listpack), 'rules' unless the route has none ('c1'), 'strict' unless
+-- it is the fingerprint, 'route_id' unless it is the operation. Format 1 (no 'format' field) has none of them: its
+-- rules are unknown, and it is compared by its fingerprint only.
 -- Same intent: the same fingerprint, or, for a record of other rules than the caller's, the same strict fingerprint
 -- (Fingerprints.sameIntentAs in Java, which judges the reply again).
 -- Replies for a taken record: {state, fingerprint, response ('' unless a replay), process state, 'LOOKUP' or '',
@@ -32,15 +34,16 @@
 -- nothing else, not even the clock. A replay writes nothing, so it is what even a released owner may be told: the
 -- fence below keeps released owners from writing, and the key's result is the answer to any request of its payload.
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
-  'lookup_after', 'response', 'process_state', 'strict', 'rules')
+  'lookup_after', 'response', 'process_state', 'strict', 'rules', 'format')
 local state = current[1]
-local same = state and (current[2] == ARGV[1]
-  or (current[10] and current[10] ~= ARGV[18] and (current[9] or current[2]) == ARGV[17]))
+local strict = current[9] or current[2]
+local rules = current[10] or (current[11] and 'c1') or ''
+local same = state and (current[2] == ARGV[1] or (rules ~= '' and rules ~= ARGV[18] and strict == ARGV[17]))
 local function taken(lookup)
-  return {state, current[2], '', '', lookup, current[9] or current[2], current[10] or ''}
+  return {state, current[2], '', '', lookup, strict, rules}
 end
 if state == 'COMPLETED' and same then
-  return {state, current[2], current[7], current[8] or '', '', current[9] or current[2], current[10] or ''}
+  return {state, current[2], current[7], current[8] or '', '', strict, rules}
 end
 if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
   return {'FENCED'}
@@ -51,10 +54,15 @@ local queued = false
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
     'reserved_at', now, 'lease_until', now + tonumber(ARGV[3]), 'attempts', 1,
-    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14],
-    'format', 2, 'rules', ARGV[18], 'route_id', ARGV[19])
+    'route', ARGV[5], 'tenant', ARGV[6], 'upstream', ARGV[7], 'method', ARGV[13], 'path', ARGV[14], 'format', 2)
+  if ARGV[18] ~= 'c1' then
+    redis.call('HSET', KEYS[1], 'rules', ARGV[18])
+  end
   if ARGV[17] ~= ARGV[1] then
     redis.call('HSET', KEYS[1], 'strict', ARGV[17])
+  end
+  if ARGV[19] ~= ARGV[5] then
+    redis.call('HSET', KEYS[1], 'route_id', ARGV[19])
   end
   if ARGV[15] and ARGV[15] ~= '' then
     redis.call('HSET', KEYS[1], 'lookup', ARGV[15], 'lookup_after', ARGV[16])

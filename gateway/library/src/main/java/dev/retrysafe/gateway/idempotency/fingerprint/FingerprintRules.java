@@ -20,7 +20,8 @@ public record FingerprintRules(String id) {
     /**
      * The version of everything a fingerprint is made of beside the route's rules: the canonical JSON (sorted
      * members, one escaping, numbers by value), the raw path, the query sorted by parameter name, the body and
-     * header tags. A release that changes any of them bumps it, so its records are told apart from the last one's.
+     * header tags. A release that changes any of them bumps it, so its records are told apart from the last one's,
+     * and bumps the stored format too: the scripts read a format-2 record without rules as one of {@code c1}.
      */
     public static final String CANONICAL_VERSION = "c1";
     public static final FingerprintRules NONE = new FingerprintRules(CANONICAL_VERSION);

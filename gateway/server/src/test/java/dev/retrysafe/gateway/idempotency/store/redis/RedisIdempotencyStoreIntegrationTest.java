@@ -481,7 +481,7 @@ class RedisIdempotencyStoreIntegrationTest {
             listpackValueLimit(64);
         }
         assertThat(defaultEncoding[0]).isLessThan(512);
-        assertThat(defaultEncoding[1]).isLessThan(1280);
+        assertThat(defaultEncoding[1]).isLessThan(1408);
     }
 
     private static long[] recordSizes() {
