@@ -17,6 +17,7 @@ import dev.retrysafe.gateway.support.Gateways;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -211,17 +212,55 @@ class RollingChangeIntegrationTest {
         assertThat(writesReceived("/refreshed/merchants")).isEqualTo(2);
     }
 
+    /**
+     * Two routes naming one operation share its records, whatever their ids and rules: a route split in two by a
+     * predicate (here a header the web front end sends), the retry matching the other.
+     */
+    @Test
+    void twoRoutesNamingOneOperationShareItsRecords() throws Exception {
+        RouteDefinition web = route("web-merchants", "/shared/**", Map.of("operation", "shared-merchants",
+                "unordered-arrays", SHIPPED_ARRAYS, "fingerprint-ignore", "/sentAt"));
+        web.getPredicates().add(new PredicateDefinition("Header=X-Channel, web"));
+        web.setOrder(0);
+        List<FilterDefinition> webFilters = new ArrayList<>(web.getFilters());
+        webFilters.add(new FilterDefinition("AddRequestHeader=X-Via-Route, web-merchants"));
+        web.setFilters(webFilters);
+        RouteDefinition api = route("api-merchants", "/shared/**", Map.of("operation", "shared-merchants"));
+        api.setOrder(1);
+        define(shipped, web, api);
+        String key = UUID.randomUUID().toString();
+        ResponseEntity<String> first = Gateways.client(shipped).post().uri("/shared/merchants")
+                .header("Idempotency-Key", key).header("X-Channel", "web").header("Content-Type", "application/json")
+                .bodyValue(BODY).exchangeToMono(r -> r.toEntity(String.class)).block(WAIT);
+
+        assertReplayOf(first, send(shipped, "/shared/merchants", key, BODY));
+        assertThat(writesReceived("/shared/merchants")).isEqualTo(1);
+        assertThat(upstream.findAll(postRequestedFor(urlEqualTo("/shared/merchants"))).get(0)
+                .getHeader("X-Via-Route")).as("the first write went through the web route").isEqualTo("web-merchants");
+    }
+
     /** Saves the route {@code refreshed} with these args and waits for the gateway's routes to be rebuilt. */
     static void define(ConfigurableApplicationContext gateway, Map<String, String> args) throws Exception {
+        define(gateway, route("refreshed", "/refreshed/**", args));
+    }
+
+    static RouteDefinition route(String id, String path, Map<String, String> args) {
         RouteDefinition route = new RouteDefinition();
-        route.setId("refreshed");
+        route.setId(id);
         route.setUri(URI.create("http://127.0.0.1:" + upstream.port()));
-        route.setPredicates(List.of(new PredicateDefinition("Path=/refreshed/**")));
+        route.setPredicates(new ArrayList<>(List.of(new PredicateDefinition("Path=" + path))));
         FilterDefinition filter = new FilterDefinition();
         filter.setName("Idempotency");
         filter.setArgs(new LinkedHashMap<>(args));
         route.setFilters(List.of(filter));
-        gateway.getBean(RouteDefinitionWriter.class).save(Mono.just(route)).block(WAIT);
+        return route;
+    }
+
+    /** Saves these routes and waits for the gateway's routes to be rebuilt. */
+    static void define(ConfigurableApplicationContext gateway, RouteDefinition... routes) throws Exception {
+        for (RouteDefinition route : routes) {
+            gateway.getBean(RouteDefinitionWriter.class).save(Mono.just(route)).block(WAIT);
+        }
         CompletableFuture<RefreshRoutesResultEvent> refreshed = new CompletableFuture<>();
         gateway.addApplicationListener((ApplicationListener<RefreshRoutesResultEvent>) refreshed::complete);
         gateway.publishEvent(new RefreshRoutesEvent(RollingChangeIntegrationTest.class));
