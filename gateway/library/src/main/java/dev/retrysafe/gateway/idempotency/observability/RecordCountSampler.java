@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.observability;
 
+import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
@@ -10,8 +11,6 @@ import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
-import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -36,7 +35,7 @@ public final class RecordCountSampler implements SmartLifecycle {
     private final Duration pendingAfter;
     private final long maxRecords;
     private volatile RecordCounts latest;
-    private volatile Disposable sampling;
+    private final PeriodicRounds sampling;
 
     public RecordCountSampler(RecordInspector inspector, MeterRegistry registry, Duration interval,
             Duration pendingAfter, long maxRecords) {
@@ -44,6 +43,7 @@ public final class RecordCountSampler implements SmartLifecycle {
         this.interval = interval;
         this.pendingAfter = pendingAfter;
         this.maxRecords = maxRecords;
+        this.sampling = PeriodicRounds.every("record counts", Duration.ZERO, interval, tick -> sample());
         gauge(registry, RECORDS, "IN_FLIGHT", "Records reserved and not yet settled", RecordCounts::inFlight);
         gauge(registry, RECORDS, "UNCERTAIN", "Records whose outcome is unknown, waiting for reconciliation",
                 RecordCounts::uncertain);
@@ -107,24 +107,16 @@ public final class RecordCountSampler implements SmartLifecycle {
 
     @Override
     public void start() {
-        // Ticks that come while a sample is still running are dropped, never queued.
-        sampling = Flux.interval(Duration.ZERO, interval)
-                .onBackpressureDrop()
-                .concatMap(tick -> sample(), 0)
-                .subscribe();
+        sampling.start();
     }
 
     @Override
     public void stop() {
-        Disposable current = sampling;
-        sampling = null;
-        if (current != null) {
-            current.dispose();
-        }
+        sampling.stop();
     }
 
     @Override
     public boolean isRunning() {
-        return sampling != null;
+        return sampling.isRunning();
     }
 }

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.process;
 
+import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
@@ -10,7 +11,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -20,8 +20,6 @@ import org.springframework.context.ApplicationListener;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
-import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -49,7 +47,7 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     /** Longest one round of polls may take: past it its claims lapse anyway, and the next round starts afresh. */
     private final Duration roundLimit;
     private final Map<String, TrackedRoute> routes = new ConcurrentHashMap<>();
-    private final AtomicReference<Disposable> loop = new AtomicReference<>();
+    private final PeriodicRounds polling;
     private final AtomicInteger inFlight = new AtomicInteger();
     private volatile boolean closing;
     private volatile boolean running = true;
@@ -79,6 +77,10 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
         this.tick = initialDelay.compareTo(Duration.ofSeconds(1)) < 0 ? initialDelay : Duration.ofSeconds(1);
         this.maxDelay = maxDelay;
         this.restoreInterval = restoreInterval;
+        long restoreEvery = Math.max(1, restoreInterval.toMillis() / tick.toMillis());
+        this.polling = PeriodicRounds.every("process polls", tick, tick,
+                t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow())
+                .queueingOneTick();
     }
 
     /**
@@ -96,22 +98,13 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     }
 
     private synchronized void startPolling() {
-        if (closing || !running || routes.isEmpty() || queue.isEmpty() || loop.get() != null) {
-            return;
+        if (!closing && running && !routes.isEmpty() && queue.isPresent()) {
+            polling.start();
         }
-        long restoreEvery = Math.max(1, restoreInterval.toMillis() / tick.toMillis());
-        loop.set(Flux.interval(tick, tick)
-                .onBackpressureDrop()
-                .concatMap(t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow(),
-                        1)
-                .subscribe());
     }
 
     private synchronized void stopPolling() {
-        Disposable current = loop.getAndSet(null);
-        if (current != null) {
-            current.dispose();
-        }
+        polling.stop();
     }
 
     /**
@@ -235,8 +228,7 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
 
     /** Whether this instance takes its share of the fleet's due polls. */
     public boolean pollingShare() {
-        Disposable current = loop.get();
-        return current != null && !current.isDisposed();
+        return polling.isRunning();
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.reconcile;
 
+import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.operator.SettlementAudit;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
@@ -17,7 +18,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -27,7 +27,6 @@ import org.springframework.context.ApplicationListener;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
-import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -59,7 +58,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     private final Duration storeTimeout;
     private final IdempotencyMetrics metrics;
     private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
-    private final AtomicReference<Disposable> loop = new AtomicReference<>();
+    private final PeriodicRounds looking;
     private final AtomicLong rounds = new AtomicLong();
     private final AtomicLong lookups = new AtomicLong();
     private volatile boolean closing;
@@ -81,6 +80,8 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
         this.maxRetry = maxRetry;
         this.storeTimeout = storeTimeout;
         this.metrics = metrics;
+        this.looking = PeriodicRounds.every("lookups at the upstream", interval, interval, t -> reconcileDueNow())
+                .queueingOneTick();
     }
 
     /**
@@ -104,20 +105,13 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     }
 
     private synchronized void startLooking() {
-        if (closing || !running || routes.isEmpty() || queue.isEmpty() || loop.get() != null) {
-            return;
+        if (!closing && running && !routes.isEmpty() && queue.isPresent()) {
+            looking.start();
         }
-        loop.set(Flux.interval(interval, interval)
-                .onBackpressureDrop()
-                .concatMap(t -> reconcileDueNow(), 1)
-                .subscribe());
     }
 
     private synchronized void stopLooking() {
-        Disposable current = loop.getAndSet(null);
-        if (current != null) {
-            current.dispose();
-        }
+        looking.stop();
     }
 
     /** One round: the due lookups are claimed, made, and their records settled. Emits how many were claimed. */

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store;
 
+import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
@@ -10,8 +11,7 @@ import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.springframework.beans.factory.DisposableBean;
-import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * Keeps the leases of this instance's in-flight requests alive: one ticker for the whole instance renews each lease
@@ -25,11 +25,15 @@ import reactor.core.publisher.Flux;
 public final class LeaseRenewals implements DisposableBean {
     private final IdempotencyStore store;
     private final Map<OwnerToken, Held> held = new ConcurrentHashMap<>();
-    private final Disposable ticker;
+    private final PeriodicRounds ticker;
 
     public LeaseRenewals(IdempotencyStore store, Duration tick) {
         this.store = store;
-        this.ticker = Flux.interval(tick).onBackpressureDrop().subscribe(t -> renewDue());
+        // Started here and stopped only when the bean is destroyed, unlike the other background work, which the
+        // context's lifecycle starts and stops: leases must be renewed while the web server drains its exchanges in a
+        // graceful shutdown, which ends after every lifecycle phase above it has stopped.
+        this.ticker = PeriodicRounds.every("lease renewals", tick, tick, t -> Mono.fromRunnable(this::renewDue));
+        ticker.start();
     }
 
     /** Holds the lease until {@link Hold#release()}, or until the watched exchange stalls. */
@@ -69,7 +73,7 @@ public final class LeaseRenewals implements DisposableBean {
 
     @Override
     public void destroy() {
-        ticker.dispose();
+        ticker.stop();
     }
 
     /** A held lease. */

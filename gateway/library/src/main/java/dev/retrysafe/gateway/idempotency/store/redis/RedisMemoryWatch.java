@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
 
+import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMasters.Master;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -21,7 +22,6 @@ import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
-import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -63,7 +63,7 @@ public final class RedisMemoryWatch implements SmartLifecycle {
     private final AtomicLong losses = new AtomicLong();
     private volatile String lastLoss;
     private volatile boolean started;
-    private volatile Disposable checking;
+    private final PeriodicRounds checking;
 
     /**
      * @param checkTimeout how long one check (the one at startup too) may take before it is given up
@@ -77,6 +77,8 @@ public final class RedisMemoryWatch implements SmartLifecycle {
         this.allowEviction = allowEviction;
         this.interval = interval;
         this.checkTimeout = checkTimeout;
+        this.checking = PeriodicRounds.every("Redis memory checks", interval, interval, tick -> check())
+                .boundedBy(checkTimeout);
         this.replicaAcks = replicaAcks;
         this.countLoss = countLoss;
     }
@@ -273,28 +275,17 @@ public final class RedisMemoryWatch implements SmartLifecycle {
                     + "answers", unanswered.toString(), interval);
         }
         started = true;
-        // Ticks that come while a check is still running are dropped, never queued.
-        checking = Flux.interval(interval, interval)
-                .onBackpressureDrop()
-                .concatMap(tick -> check().timeout(checkTimeout).onErrorResume(e -> {
-                    log.debug("Redis memory check not done ({}): next in {}", e.toString(), interval);
-                    return Mono.empty();
-                }), 0)
-                .subscribe();
+        checking.start();
     }
 
     @Override
     public void stop() {
-        Disposable current = checking;
-        checking = null;
-        if (current != null) {
-            current.dispose();
-        }
+        checking.stop();
     }
 
     @Override
     public boolean isRunning() {
-        return checking != null;
+        return checking.isRunning();
     }
 
     /** Before the web server starts (DEFAULT_PHASE - 1024): nothing is served by a gateway that refuses to start. */
