@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.process;
 
+import dev.retrysafe.gateway.idempotency.background.ClaimRound;
 import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
@@ -141,15 +142,10 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
 
     /**
      * One round: claims of due polls (up to 64 slots of the queue each), asked, and claimed again as long as a claim
-     * found some and the round is within its limit. Emits how many. One claim per tick capped this instance's share
-     * at about 160 polls a second (measured), whatever the rate of 202s: a backlog then only grew.
+     * found some and the round is within its limit ({@link ClaimRound}). Emits how many.
      */
     Mono<Integer> pollDueNow() {
-        long until = System.nanoTime() + roundLimit.toNanos();
-        return claimDueNow().expand(polled -> polled > 0 && !closing && System.nanoTime() - until < 0
-                        ? claimDueNow()
-                        : Mono.empty())
-                .reduce(0, Integer::sum);
+        return ClaimRound.whileFound(this::claimDueNow, roundLimit, () -> closing);
     }
 
     private Mono<Integer> claimDueNow() {

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.web.reactive.function.client.WebClient;
@@ -58,17 +59,17 @@ class ReconcilerStoreBoundsTest {
         return made;
     }
 
-    /** Claims what it is given, then never answers a settle: a Redis gone quiet after the claim. */
+    /** Claims what it is given once, then never answers a settle: a Redis gone quiet after the claim. */
     private final class SilentQueue implements ReconcileQueue {
-        private final Flux<DueLookup> claimed;
+        private final AtomicReference<Flux<DueLookup>> claimed;
 
         SilentQueue(Flux<DueLookup> claimed) {
-            this.claimed = claimed;
+            this.claimed = new AtomicReference<>(claimed);
         }
 
         @Override
         public Flux<DueLookup> claimDue(int max, Duration claim) {
-            return claimed;
+            return claimed.getAndSet(Flux.empty());
         }
 
         @Override
