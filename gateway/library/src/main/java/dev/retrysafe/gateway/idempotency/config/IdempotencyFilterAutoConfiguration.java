@@ -82,7 +82,8 @@ public class IdempotencyFilterAutoConfiguration {
         WebClient http = webClients.getIfAvailable(WebClient::builder).build();
         IdempotencyProperties.Reconcile reconcile = properties.reconcile();
         return new Reconciler(Optional.ofNullable(queue.getIfAvailable()), http, reconcile.interval(),
-                reconcile.retryDelay(), reconcile.maxRetryDelay(), properties.storeTimeout(), metrics);
+                reconcile.retryDelay(), reconcile.maxRetryDelay(), properties.storeTimeout(), reconcile.restoreInterval(),
+                metrics);
     }
 
     @Bean

@@ -169,14 +169,17 @@ public record IdempotencyProperties(
      * @param retryDelay    After a lookup that told nothing (an error, another status, no answer in 5 s), the record
      *                      is looked up again this much later; the delay doubles after each such lookup.
      * @param maxRetryDelay Longest delay between two lookups of one record; at least retry-delay.
+     * @param restoreInterval How often the fleet (one instance per interval) checks the lookup queue's directory
+     *                      against its slots, putting back what a Redis failover lost of it.
      */
     public record Reconcile(@DefaultValue("1s") Duration interval, @DefaultValue("5s") Duration retryDelay,
-            @DefaultValue("5m") Duration maxRetryDelay) {
+            @DefaultValue("5m") Duration maxRetryDelay, @DefaultValue("60s") Duration restoreInterval) {
         public Reconcile {
             if (interval.isNegative() || interval.isZero() || retryDelay.isNegative() || retryDelay.isZero()
-                    || maxRetryDelay.compareTo(retryDelay) < 0) {
-                throw new IllegalArgumentException("idempotency.reconcile.interval and retry-delay must be positive "
-                        + "and max-retry-delay at least retry-delay");
+                    || maxRetryDelay.compareTo(retryDelay) < 0 || restoreInterval.isNegative()
+                    || restoreInterval.isZero()) {
+                throw new IllegalArgumentException("idempotency.reconcile.interval, retry-delay and restore-interval "
+                        + "must be positive and max-retry-delay at least retry-delay");
             }
         }
     }

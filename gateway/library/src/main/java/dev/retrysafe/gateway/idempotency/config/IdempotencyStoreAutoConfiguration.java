@@ -196,9 +196,10 @@ public class IdempotencyStoreAutoConfiguration {
     @ConditionalOnMissingBean(ReconcileQueue.class)
     RedisReconcileQueue idempotencyReconcileQueue(ReactiveRedisConnectionFactory connectionFactory,
             IdempotencyProperties properties, EncryptionKeys encryption) {
+        boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         return new RedisReconcileQueue(bytesTemplate(connectionFactory),
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
-                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()), cluster);
     }
 
     /**

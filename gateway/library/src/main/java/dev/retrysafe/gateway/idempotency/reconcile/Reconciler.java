@@ -57,6 +57,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     private final Duration firstRetry;
     private final Duration maxRetry;
     private final Duration storeTimeout;
+    private final Duration restoreInterval;
     private final IdempotencyMetrics metrics;
     private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
     private final PeriodicRounds looking;
@@ -71,9 +72,11 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
      * @param firstRetry the delay after a lookup that told nothing; it doubles after each such lookup, up to
      *                   {@code maxRetry}
      * @param storeTimeout how long a claim or a settle may take: a Redis that does not answer holds no round longer
+     * @param restoreInterval how often the fleet checks the queue's directory against its slots
+     *                   ({@link #restoreLostSlotsNow()})
      */
     public Reconciler(Optional<ReconcileQueue> queue, WebClient http, Duration interval, Duration firstRetry,
-            Duration maxRetry, Duration storeTimeout, IdempotencyMetrics metrics) {
+            Duration maxRetry, Duration storeTimeout, Duration restoreInterval, IdempotencyMetrics metrics) {
         this.queue = queue;
         this.http = http;
         this.interval = interval;
@@ -81,7 +84,10 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
         this.maxRetry = maxRetry;
         this.storeTimeout = storeTimeout;
         this.metrics = metrics;
-        this.looking = PeriodicRounds.every("lookups at the upstream", interval, interval, t -> reconcileDueNow())
+        this.restoreInterval = restoreInterval;
+        long restoreEvery = Math.max(1, restoreInterval.toMillis() / interval.toMillis());
+        this.looking = PeriodicRounds.every("lookups at the upstream", interval, interval,
+                t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(reconcileDueNow()) : reconcileDueNow())
                 .queueingOneTick();
     }
 
@@ -124,6 +130,31 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     Mono<Integer> reconcileDueNow() {
         return ClaimRound.whileFound(this::claimDueOnce, CLAIM, () -> closing)
                 .doFinally(signal -> rounds.incrementAndGet());
+    }
+
+    /**
+     * Puts back in the queue's directory what a Redis failover lost of it, once every restore interval for the whole
+     * fleet, so an UNCERTAIN record so orphaned is looked up at most that much later than its lookup was due (a
+     * retry meeting it long overdue also queues it again, see idempotency_reserve.lua).
+     */
+    Mono<Integer> restoreLostSlotsNow() {
+        if (closing || queue.isEmpty()) {
+            return Mono.just(0);
+        }
+        return StoreCall.within(CLAIM, () -> queue.get().restoreLostSlots(restoreInterval))
+                .doOnNext(lost -> {
+                    if (lost > 0) {
+                        log.warn("{} slot(s) of the reconcile queue holding lookups were missing from its directory "
+                                + "(a write to it lost with a Redis master?): put back, their records are looked up",
+                                lost);
+                    }
+                })
+                .onErrorResume(e -> {
+                    if (!closing) {
+                        log.warn("Restoring the reconcile queue's directory failed: {}", e.toString());
+                    }
+                    return Mono.just(0);
+                });
     }
 
     private Mono<Integer> claimDueOnce() {

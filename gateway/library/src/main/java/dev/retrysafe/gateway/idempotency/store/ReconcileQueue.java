@@ -18,6 +18,13 @@ public interface ReconcileQueue {
     Flux<DueLookup> claimDue(int max, Duration claim);
 
     /**
+     * Makes sure that every part of the queue holding lookups will be looked into, whatever was lost of what says
+     * where to look (see {@link ProcessQueue#restoreLostSlots}), once per {@code interval} for the fleet: the call of
+     * an instance that is not the first in the interval does nothing and emits 0. Emits how many parts had been lost.
+     */
+    Mono<Integer> restoreLostSlots(Duration interval);
+
+    /**
      * Settles a claimed record by its lookup, only if it is still UNCERTAIN with the owner and since the moment it
      * had when claimed: an operator, the owner's own late answer, or a new request may have settled it meanwhile.
      * Found: COMPLETED with the lookup's answer, kept {@code retention}. Not found: released, its owner fenced like

@@ -956,7 +956,7 @@ class IdempotencyGatewayFilterTest {
                 new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
                 new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE),
                 Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
-                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(),
+                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), Duration.ofMinutes(1),
                         new IdempotencyMetrics(meters)))), Optional.empty());
     }
 

@@ -52,7 +52,7 @@ class ReconcilerStoreBoundsTest {
 
     private Reconciler reconciler(ReconcileQueue queue) {
         Reconciler made = new Reconciler(Optional.of(queue), WebClient.create(), Duration.ofHours(1),
-                Duration.ofSeconds(5), Duration.ofMinutes(5), STORE_TIMEOUT,
+                Duration.ofSeconds(5), Duration.ofMinutes(5), STORE_TIMEOUT, Duration.ofHours(1),
                 new IdempotencyMetrics(new SimpleMeterRegistry()));
         made.reconcile("orders", new Reconciler.RouteLookup(new Reconciliation(LookupTemplate.parse("/orders/{key}"),
                 Optional.empty(), 200, 404), new StorableHeaders(Set.of()), 1024, Duration.ofHours(1)));
@@ -70,6 +70,11 @@ class ReconcilerStoreBoundsTest {
         @Override
         public Flux<DueLookup> claimDue(int max, Duration claim) {
             return claimed.getAndSet(Flux.empty());
+        }
+
+        @Override
+        public Mono<Integer> restoreLostSlots(Duration interval) {
+            return Mono.just(0);
         }
 
         @Override

@@ -71,7 +71,8 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
         store = new RedisIdempotencyStore(() -> connection, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
                 SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         processes = new RedisProcessQueue(bytes, connection.cluster());
-        lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
+        lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL,
+                connection.cluster());
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);

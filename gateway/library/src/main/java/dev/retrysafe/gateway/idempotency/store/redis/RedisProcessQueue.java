@@ -50,11 +50,8 @@ public final class RedisProcessQueue implements ProcessQueue {
     /** The store's own script for a process that ended (a status read through the gateway runs it there). */
     private static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
 
-    /** Slots put back in one call to the directory. */
-    private static final int SLOTS_PER_RESTORE = 500;
-
     private final ReactiveRedisTemplate<String, byte[]> redis;
-    private final UnsettledIndex index;
+    private final SlotDirectory directory;
 
     /** On a single Redis. */
     public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis) {
@@ -64,7 +61,8 @@ public final class RedisProcessQueue implements ProcessQueue {
     /** @param cluster a Redis Cluster: the slots' queues are read a master at a time ({@link UnsettledIndex}) */
     public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
         this.redis = redis;
-        this.index = new UnsettledIndex(redis, cluster);
+        this.directory = new SlotDirectory(redis, new UnsettledIndex(redis, cluster), DIRECTORY_KEY, PENDING_PREFIX,
+                RESTORE_TURN_KEY);
     }
 
     /** The pending processes of the slot a record lives in. */
@@ -96,34 +94,17 @@ public final class RedisProcessQueue implements ProcessQueue {
     }
 
     /**
-     * The directory is one key, written in calls of their own around the store step: a write to it can be lost
-     * (refused while its master is down, or acknowledged and not yet replicated when that master fails over) while
-     * the 202's own step queued the process in its slot. Every slot that holds processes is put back at its earliest
-     * poll, or brought forward to it.
+     * The directory's writes around the store step can be lost with a Redis master while the 202's own step queued the
+     * process in its slot: every slot that holds processes is put back at its earliest poll ({@link SlotDirectory}).
      */
     @Override
     public Mono<Integer> restoreLostSlots(Duration interval) {
-        // Held a little less than the interval: the instance that took the turn finds it free when it asks again one
-        // interval later, so the fleet restores about once per interval, never twice.
-        return redis.opsForValue().setIfAbsent(RESTORE_TURN_KEY, bytes("1"), interval.minus(interval.dividedBy(10)))
-                .flatMap(myTurn -> myTurn ? restoreLostSlotsNow() : Mono.just(0));
+        return directory.restoreLostSlots(interval);
     }
 
     /** The restore itself, whoever's turn it is. */
     Mono<Integer> restoreLostSlotsNow() {
-        return index.processSlots()
-                .buffer(SLOTS_PER_RESTORE)
-                .concatMap(slots -> {
-                    List<byte[]> args = new ArrayList<>();
-                    args.add(bytes("restore"));
-                    for (UnsettledIndex.QueuedSlot slot : slots) {
-                        args.add(bytes(slot.tag()));
-                        args.add(bytes(Long.toString(slot.earliestPoll())));
-                    }
-                    return redis.execute(SLOTS, List.of(DIRECTORY_KEY), args).next()
-                            .map(reply -> (int) Long.parseLong(text(reply.get(0))));
-                })
-                .reduce(0, Integer::sum);
+        return directory.restoreLostSlotsNow();
     }
 
     private Mono<Integer> pollSlot(ClaimedSlot slot, int max, Duration claim, Duration maxDelay,

@@ -27,6 +27,8 @@ import reactor.core.publisher.Mono;
 public final class RedisReconcileQueue implements ReconcileQueue {
     public static final String DIRECTORY_KEY = "idempotency-reconcile-slots";
     public static final String QUEUE_PREFIX = "idempotency-reconcile:";
+    /** Held for the restore interval by the instance whose turn it is to restore the directory. */
+    public static final String RESTORE_TURN_KEY = "idempotency-reconcile-slots:restore-turn";
     private static final int SLOTS_PER_CLAIM = 64;
     private static final List<String> RECORD_FIELDS = List.of("state", "owner", "uncertain_at", "route", "upstream",
             "lookup");
@@ -41,14 +43,19 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     private final StoredResponseCodec responses;
     private final LookupValuesCodec values;
     private final Duration releasedOwnersTtl;
+    private final SlotDirectory directory;
 
     /**
      * @param compressAbove     and {@code encryption}: as the store's, so a found answer is stored as a response is
      * @param releasedOwnersTtl how long, at least, a released record's owner stays fenced
+     * @param cluster           a Redis Cluster: the slots' queues are read a master at a time to restore the
+     *                          directory ({@link UnsettledIndex})
      */
     public RedisReconcileQueue(ReactiveRedisTemplate<String, byte[]> redis, int compressAbove,
-            EncryptionKeys encryption, Duration releasedOwnersTtl) {
+            EncryptionKeys encryption, Duration releasedOwnersTtl, boolean cluster) {
         this.redis = redis;
+        this.directory = new SlotDirectory(redis, new UnsettledIndex(redis, cluster), DIRECTORY_KEY, QUEUE_PREFIX,
+                RESTORE_TURN_KEY);
         this.responses = new StoredResponseCodec(compressAbove, encryption);
         this.values = new LookupValuesCodec(encryption);
         this.releasedOwnersTtl = releasedOwnersTtl;
@@ -76,6 +83,15 @@ public final class RedisReconcileQueue implements ReconcileQueue {
 
     private static List<byte[]> soonerArgs(String scopeHash, Duration delay) {
         return List.of(bytes("sooner"), bytes(SlotTags.sameSlotAs(scopeHash)), millis(delay));
+    }
+
+    /**
+     * As the process queue's: a lookup queued by the step that made its record UNCERTAIN is put back in the directory
+     * when the directory's own write was lost with a Redis master ({@link SlotDirectory}).
+     */
+    @Override
+    public Mono<Integer> restoreLostSlots(Duration interval) {
+        return directory.restoreLostSlots(interval);
     }
 
     @Override

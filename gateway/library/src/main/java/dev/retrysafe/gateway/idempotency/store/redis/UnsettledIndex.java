@@ -95,7 +95,7 @@ final class UnsettledIndex {
      */
     Mono<RecordCounts> count(Duration pendingAfter) {
         return backfilled().thenMany(calls(List.of(bytes("count"), RECORD_PREFIX,
-                        bytes(Long.toString(pendingAfter.toMillis())))))
+                        bytes(Long.toString(pendingAfter.toMillis()))), RedisProcessQueue.PENDING_PREFIX))
                 .reduce(new long[7], (sum, reply) -> {
                     // Counts add up; of the ages (ms), the oldest is kept.
                     for (int i = 0; i < 4; i++) {
@@ -113,7 +113,8 @@ final class UnsettledIndex {
 
     /** The scope hashes of up to {@code perState} IN_FLIGHT and UNCERTAIN records, oldest first within a slot. */
     Flux<Member> list(int perState) {
-        return backfilled().thenMany(calls(List.of(bytes("list"), RECORD_PREFIX, bytes(Integer.toString(perState)))))
+        return backfilled().thenMany(calls(List.of(bytes("list"), RECORD_PREFIX, bytes(Integer.toString(perState))),
+                        RedisProcessQueue.PENDING_PREFIX))
                 .concatMapIterable(reply -> {
                     // {IN_FLIGHT..., '', UNCERTAIN...}, or that once per slot, each closed by another '' (by master).
                     List<Member> members = new ArrayList<>();
@@ -131,16 +132,17 @@ final class UnsettledIndex {
     }
 
     /**
-     * The slots whose pending processes ({@link RedisProcessQueue}) are not empty, each with its earliest poll time:
-     * what the queue's directory must name. Read as a count is, so it costs a few calls per master.
+     * The slots whose queue of {@code queuePrefix} (the pending processes of {@link RedisProcessQueue}, the lookups
+     * of {@link RedisReconcileQueue}) is not empty, each with its earliest due time: what that queue's directory must
+     * name. Read as a count is, so it costs a few calls per master.
      */
-    Flux<QueuedSlot> processSlots() {
-        return calls(List.of(bytes("processes"), RECORD_PREFIX, bytes("0")))
+    Flux<QueuedSlot> queuedSlots(String queuePrefix) {
+        return calls(List.of(bytes("processes"), RECORD_PREFIX, bytes("0")), queuePrefix)
                 .concatMapIterable(reply -> {
                     List<QueuedSlot> slots = new ArrayList<>();
                     for (int i = 0; i + 1 < reply.size(); i += 2) {
                         String key = text(reply.get(i));
-                        String tag = key.substring(RedisProcessQueue.PENDING_PREFIX.length() + 1, key.length() - 1);
+                        String tag = key.substring(queuePrefix.length() + 1, key.length() - 1);
                         slots.add(new QueuedSlot(tag, (long) Double.parseDouble(text(reply.get(i + 1)))));
                     }
                     return slots;
@@ -181,22 +183,24 @@ final class UnsettledIndex {
     }
 
     /** One reply per call, in slot order: what the slots' parts of the index say, as the scripts return it. */
-    private Flux<List<Object>> calls(List<byte[]> args) {
+    /** @param queuePrefix the per-slot queue read beside the two indexes (the scripts' third key of a slot) */
+    private Flux<List<Object>> calls(List<byte[]> args, String queuePrefix) {
         List<String> tags = SlotTags.all();
         return switch (reads) {
-            case SINGLE_REDIS -> slotCalls(tags, SLOTS_PER_CALL, args);
-            case SLOT_BY_SLOT -> slotCalls(tags, 1, args);
-            case BY_MASTER -> byMasterRefused.get() ? slotCalls(tags, 1, args)
+            case SINGLE_REDIS -> slotCalls(tags, SLOTS_PER_CALL, args, queuePrefix);
+            case SLOT_BY_SLOT -> slotCalls(tags, 1, args, queuePrefix);
+            case BY_MASTER -> byMasterRefused.get() ? slotCalls(tags, 1, args, queuePrefix)
                     : runs().flatMapMany(runs -> Flux.fromIterable(runs).flatMapSequential(run -> {
                         List<String> runTags = tags.subList(run.from(), run.to());
-                        return run.master() == null ? slotCalls(runTags, 1, args)
-                                : masterCall(runTags, args).onErrorResume(e -> slotBySlot(run, runTags, args, e));
+                        return run.master() == null ? slotCalls(runTags, 1, args, queuePrefix)
+                                : masterCall(runTags, args, queuePrefix)
+                                        .onErrorResume(e -> slotBySlot(run, runTags, args, queuePrefix, e));
                     }, RUNS_IN_FLIGHT));
         };
     }
 
     @SuppressWarnings("unchecked")
-    private Flux<List<Object>> slotCalls(List<String> tags, int slotsPerCall, List<byte[]> args) {
+    private Flux<List<Object>> slotCalls(List<String> tags, int slotsPerCall, List<byte[]> args, String queuePrefix) {
         return Flux.range(0, (tags.size() + slotsPerCall - 1) / slotsPerCall)
                 .flatMapSequential(call -> {
                     List<String> keys = new ArrayList<>();
@@ -204,7 +208,7 @@ final class UnsettledIndex {
                             Math.min(tags.size(), (call + 1) * slotsPerCall))) {
                         keys.add(IN_FLIGHT_PREFIX + "{" + tag + "}");
                         keys.add(UNCERTAIN_PREFIX + "{" + tag + "}");
-                        keys.add(RedisProcessQueue.pendingKeyOfTag(tag));
+                        keys.add(queuePrefix + "{" + tag + "}");
                     }
                     return redis.execute(UNSETTLED, keys, args).next().map(reply -> (List<Object>) reply);
                 }, CALLS_IN_FLIGHT);
@@ -212,17 +216,18 @@ final class UnsettledIndex {
 
     /** The slots of {@code tags}, all of one master, in one call routed by the first slot's key. */
     @SuppressWarnings("unchecked")
-    private Flux<List<Object>> masterCall(List<String> tags, List<byte[]> args) {
+    private Flux<List<Object>> masterCall(List<String> tags, List<byte[]> args, String queuePrefix) {
         List<byte[]> argv = new ArrayList<>(args);
         argv.add(bytes(IN_FLIGHT_PREFIX + "{"));
         argv.add(bytes(UNCERTAIN_PREFIX + "{"));
-        argv.add(bytes(RedisProcessQueue.PENDING_PREFIX + "{"));
+        argv.add(bytes(queuePrefix + "{"));
         tags.forEach(tag -> argv.add(bytes(tag)));
         return redis.execute(UNSETTLED_BY_MASTER, List.of(IN_FLIGHT_PREFIX + "{" + tags.get(0) + "}"), argv).next()
                 .map(reply -> (List<Object>) reply).flux();
     }
 
-    private Flux<List<Object>> slotBySlot(Run run, List<String> tags, List<byte[]> args, Throwable failure) {
+    private Flux<List<Object>> slotBySlot(Run run, List<String> tags, List<byte[]> args, String queuePrefix,
+            Throwable failure) {
         if (refusedAsScript(failure) && byMasterRefused.compareAndSet(false, true)) {
             log.info("Index of unsettled records: Redis refused the script that reads many slots of a master at once "
                     + "(script flags need Redis 7): read one slot per call from now on ({})", failure.toString());
@@ -230,7 +235,7 @@ final class UnsettledIndex {
             log.debug("Index of unsettled records: slots {} to {} of {} read one per call ({})", run.from(),
                     run.to() - 1, run.master(), NestedExceptionUtils.getMostSpecificCause(failure).toString());
         }
-        return slotCalls(tags, 1, args);
+        return slotCalls(tags, 1, args, queuePrefix);
     }
 
     /** A Redis before 7 reads the shebang line as Lua, and fails to compile the script. */
