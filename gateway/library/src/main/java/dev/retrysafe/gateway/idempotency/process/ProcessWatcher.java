@@ -1,7 +1,7 @@
 package dev.retrysafe.gateway.idempotency.process;
 
 import dev.retrysafe.gateway.idempotency.background.ClaimRound;
-import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
+import dev.retrysafe.gateway.idempotency.background.FleetWorker;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.DueProcess;
 import dev.retrysafe.gateway.idempotency.store.ProcessQueue.PollResult;
@@ -14,12 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.DisposableBean;
-import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationContextAware;
-import org.springframework.context.ApplicationListener;
-import org.springframework.context.SmartLifecycle;
-import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Mono;
 
@@ -30,8 +24,7 @@ import reactor.core.publisher.Mono;
  * instance with a route that tracks processes takes its share of the due polls, whichever instance stored the 202,
  * so a stopped or killed instance loses none.
  */
-public final class ProcessWatcher implements DisposableBean, ApplicationListener<ContextClosedEvent>,
-        ApplicationContextAware, SmartLifecycle {
+public final class ProcessWatcher extends FleetWorker {
     private static final Logger log = LoggerFactory.getLogger(ProcessWatcher.class);
     /** Polls claimed per slot of the queue and round. */
     static final int BATCH = 32;
@@ -48,11 +41,7 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
     /** Longest one round of polls may take: past it its claims lapse anyway, and the next round starts afresh. */
     private final Duration roundLimit;
     private final Map<String, TrackedRoute> routes = new ConcurrentHashMap<>();
-    private final PeriodicRounds polling;
     private final AtomicInteger inFlight = new AtomicInteger();
-    private volatile boolean closing;
-    private volatile boolean running = true;
-    private ApplicationContext context;
 
     /**
      * @param initialDelay the first poll's delay after a 202 (the queue doubles it up to {@code maxDelay}); also how
@@ -71,17 +60,19 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
 
     ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
             Duration maxDelay, Duration restoreInterval, Duration roundLimit) {
+        super("process queue", tickOf(initialDelay), restoreInterval, queue.isPresent());
         this.roundLimit = roundLimit;
         this.store = store;
         this.queue = queue;
         this.http = http;
-        this.tick = initialDelay.compareTo(Duration.ofSeconds(1)) < 0 ? initialDelay : Duration.ofSeconds(1);
+        this.tick = tickOf(initialDelay);
         this.maxDelay = maxDelay;
         this.restoreInterval = restoreInterval;
-        long restoreEvery = Math.max(1, restoreInterval.toMillis() / tick.toMillis());
-        this.polling = PeriodicRounds.every("process polls", tick, tick,
-                t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(pollDueNow()) : pollDueNow())
-                .queueingOneTick();
+    }
+
+    /** How often this instance looks for due polls: the first poll's delay, at most once a second. */
+    private static Duration tickOf(Duration initialDelay) {
+        return initialDelay.compareTo(Duration.ofSeconds(1)) < 0 ? initialDelay : Duration.ofSeconds(1);
     }
 
     /**
@@ -90,43 +81,12 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
      */
     public void track(String routeId, ProcessTracking tracking, Duration retention) {
         routes.put(routeId, new TrackedRoute(tracking, retention));
-        if (queue.isEmpty()) {
-            log.warn("Route {} tracks processes but no ProcessQueue is configured: their end is only seen in status "
-                    + "reads through the gateway", routeId);
-            return;
-        }
-        startPolling();
-    }
-
-    private synchronized void startPolling() {
-        if (!closing && running && !routes.isEmpty() && queue.isPresent()) {
-            polling.start();
-        }
-    }
-
-    private synchronized void stopPolling() {
-        polling.stop();
-    }
-
-    /**
-     * Running from construction, so a watcher used without a Spring context polls as soon as a route is tracked;
-     * the context stops it when it pauses (a cached test context: Redis is stopped then) and starts it again.
-     */
-    @Override
-    public void start() {
-        running = true;
-        startPolling();
+        routeAdded(routeId, "the end of its processes is only seen in status reads through the gateway");
     }
 
     @Override
-    public void stop() {
-        running = false;
-        stopPolling();
-    }
-
-    @Override
-    public boolean isRunning() {
-        return running;
+    protected Mono<Integer> dueNow() {
+        return pollDueNow();
     }
 
     /** A status response for the process went through the gateway. */
@@ -145,18 +105,18 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
      * found some and the round is within its limit ({@link ClaimRound}). Emits how many.
      */
     Mono<Integer> pollDueNow() {
-        return ClaimRound.whileFound(this::claimDueNow, roundLimit, () -> closing);
+        return ClaimRound.whileFound(this::claimDueNow, roundLimit, this::closing);
     }
 
     private Mono<Integer> claimDueNow() {
-        if (closing || queue.isEmpty()) {
+        if (closing() || queue.isEmpty()) {
             return Mono.just(0);
         }
         // Bounded like every store call: a Redis that takes the claim and never answers would hold the loop, and with
         // it this instance's share of the polls, until Lettuce's own command timeout.
         return StoreCall.within(roundLimit, () -> queue.get().pollDue(BATCH, CLAIM, maxDelay, this::poll))
                 .onErrorResume(e -> {
-                    if (!closing) {
+                    if (!closing()) {
                         log.warn("Looking for due process polls failed: {}", e.toString());
                     }
                     return Mono.just(0);
@@ -168,29 +128,14 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
      * {@code process-poll.restore-interval} for the whole fleet (the instance whose turn it is does it), so a process
      * so orphaned is polled at most that much later than its poll was due.
      */
-    Mono<Integer> restoreLostSlotsNow() {
-        if (closing || queue.isEmpty()) {
-            return Mono.just(0);
-        }
-        return queue.get().restoreLostSlots(restoreInterval)
-                .doOnNext(lost -> {
-                    if (lost > 0) {
-                        log.warn("{} slot(s) of the process queue holding pending processes were missing from its "
-                                + "directory (a write to it lost with a Redis master?): put back, their processes are "
-                                + "polled again", lost);
-                    }
-                })
-                .onErrorResume(e -> {
-                    if (!closing) {
-                        log.warn("Restoring the process queue's directory failed: {}", e.toString());
-                    }
-                    return Mono.just(0);
-                });
+    @Override
+    protected Mono<Integer> restoreLostSlotsNow() {
+        return queue.map(q -> restoreLogged(() -> q.restoreLostSlots(restoreInterval))).orElse(Mono.just(0));
     }
 
     private Mono<PollResult> poll(DueProcess due) {
         TrackedRoute route = routes.get(due.routeId());
-        if (closing || route == null) {
+        if (closing() || route == null) {
             // A route this instance does not have (yet): asked again later, here or by an instance that has it.
             return Mono.just(PollResult.RUNNING);
         }
@@ -224,31 +169,7 @@ public final class ProcessWatcher implements DisposableBean, ApplicationListener
 
     /** Whether this instance takes its share of the fleet's due polls. */
     public boolean pollingShare() {
-        return polling.isRunning();
-    }
-
-    /**
-     * The context is closing: polls stop before anything else does. Left running, a poll that sees its process end
-     * would call a Redis client already stopped, and log a warning on every normal stop. What this instance had
-     * claimed comes back to the fleet when its claims lapse.
-     */
-    @Override
-    public void onApplicationEvent(ContextClosedEvent event) {
-        // A child context closing (Spring Cloud creates some) announces it here too: only our own close counts.
-        if (context == null || event.getApplicationContext() == context) {
-            destroy();
-        }
-    }
-
-    @Override
-    public void setApplicationContext(ApplicationContext applicationContext) {
-        this.context = applicationContext;
-    }
-
-    @Override
-    public void destroy() {
-        closing = true;
-        stop();
+        return takingItsShare();
     }
 
     private record TrackedRoute(ProcessTracking tracking, Duration retention) {

@@ -1,7 +1,7 @@
 package dev.retrysafe.gateway.idempotency.reconcile;
 
 import dev.retrysafe.gateway.idempotency.background.ClaimRound;
-import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
+import dev.retrysafe.gateway.idempotency.background.FleetWorker;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.operator.SettlementAudit;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
@@ -21,12 +21,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.DisposableBean;
-import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationContextAware;
-import org.springframework.context.ApplicationListener;
-import org.springframework.context.SmartLifecycle;
-import org.springframework.context.event.ContextClosedEvent;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -40,8 +34,7 @@ import reactor.core.publisher.Mono;
  * {@value #RECONCILED_HEADER}: true). Not found: the record is released, the client's retry is forwarded. Anything
  * else: asked again later, the delay doubling up to a maximum. Each settlement is in the operators' audit log.
  */
-public final class Reconciler implements DisposableBean, ApplicationListener<ContextClosedEvent>,
-        ApplicationContextAware, SmartLifecycle {
+public final class Reconciler extends FleetWorker {
     private static final Logger log = LoggerFactory.getLogger(Reconciler.class);
     /** On a response completed from a lookup, and on every replay of it. */
     public static final String RECONCILED_HEADER = "Idempotency-Reconciled";
@@ -60,12 +53,8 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     private final Duration restoreInterval;
     private final IdempotencyMetrics metrics;
     private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
-    private final PeriodicRounds looking;
     private final AtomicLong rounds = new AtomicLong();
     private final AtomicLong lookups = new AtomicLong();
-    private volatile boolean closing;
-    private volatile boolean running = true;
-    private ApplicationContext context;
 
     /**
      * @param interval   how often this instance looks for due lookups
@@ -77,6 +66,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
      */
     public Reconciler(Optional<ReconcileQueue> queue, WebClient http, Duration interval, Duration firstRetry,
             Duration maxRetry, Duration storeTimeout, Duration restoreInterval, IdempotencyMetrics metrics) {
+        super("reconcile queue", interval, restoreInterval, queue.isPresent());
         this.queue = queue;
         this.http = http;
         this.interval = interval;
@@ -85,10 +75,6 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
         this.storeTimeout = storeTimeout;
         this.metrics = metrics;
         this.restoreInterval = restoreInterval;
-        long restoreEvery = Math.max(1, restoreInterval.toMillis() / interval.toMillis());
-        this.looking = PeriodicRounds.every("lookups at the upstream", interval, interval,
-                t -> (t + 1) % restoreEvery == 0 ? restoreLostSlotsNow().then(reconcileDueNow()) : reconcileDueNow())
-                .queueingOneTick();
     }
 
     /**
@@ -103,22 +89,12 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     public void reconcile(String routeId, RouteLookup route) {
         routes.put(routeId, route);
         metrics.reconciling(routeId);
-        if (queue.isEmpty()) {
-            log.warn("Route {} reconciles UNCERTAIN records but no ReconcileQueue is configured: an operator settles "
-                    + "them", routeId);
-            return;
-        }
-        startLooking();
+        routeAdded(routeId, "an operator settles its UNCERTAIN records");
     }
 
-    private synchronized void startLooking() {
-        if (!closing && running && !routes.isEmpty() && queue.isPresent()) {
-            looking.start();
-        }
-    }
-
-    private synchronized void stopLooking() {
-        looking.stop();
+    @Override
+    protected Mono<Integer> dueNow() {
+        return reconcileDueNow();
     }
 
     /**
@@ -128,7 +104,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
      * Emits how many were claimed.
      */
     Mono<Integer> reconcileDueNow() {
-        return ClaimRound.whileFound(this::claimDueOnce, CLAIM, () -> closing)
+        return ClaimRound.whileFound(this::claimDueOnce, CLAIM, this::closing)
                 .doFinally(signal -> rounds.incrementAndGet());
     }
 
@@ -137,28 +113,14 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
      * fleet, so an UNCERTAIN record so orphaned is looked up at most that much later than its lookup was due (a
      * retry meeting it long overdue also queues it again, see idempotency_reserve.lua).
      */
-    Mono<Integer> restoreLostSlotsNow() {
-        if (closing || queue.isEmpty()) {
-            return Mono.just(0);
-        }
-        return StoreCall.within(CLAIM, () -> queue.get().restoreLostSlots(restoreInterval))
-                .doOnNext(lost -> {
-                    if (lost > 0) {
-                        log.warn("{} slot(s) of the reconcile queue holding lookups were missing from its directory "
-                                + "(a write to it lost with a Redis master?): put back, their records are looked up",
-                                lost);
-                    }
-                })
-                .onErrorResume(e -> {
-                    if (!closing) {
-                        log.warn("Restoring the reconcile queue's directory failed: {}", e.toString());
-                    }
-                    return Mono.just(0);
-                });
+    @Override
+    protected Mono<Integer> restoreLostSlotsNow() {
+        return queue.map(q -> restoreLogged(() -> StoreCall.within(CLAIM, () -> q.restoreLostSlots(restoreInterval))))
+                .orElse(Mono.just(0));
     }
 
     private Mono<Integer> claimDueOnce() {
-        if (closing || queue.isEmpty()) {
+        if (closing() || queue.isEmpty()) {
             return Mono.just(0);
         }
         // Claims given up on may still be made in Redis: they lapse, and another round asks.
@@ -167,7 +129,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
                 .flatMap(due -> lookUp(due).thenReturn(1), 8)
                 .reduce(0, Integer::sum)
                 .onErrorResume(e -> {
-                    if (!closing) {
+                    if (!closing()) {
                         log.warn("Looking for due reconciliations failed: {}", e.toString());
                     }
                     return Mono.just(0);
@@ -176,7 +138,7 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
 
     private Mono<Void> lookUp(DueLookup due) {
         RouteLookup route = routes.get(due.routeId());
-        if (closing || route == null) {
+        if (closing() || route == null) {
             // A route this instance does not have (yet): its claim lapses, an instance that has it asks.
             return Mono.empty();
         }
@@ -273,41 +235,5 @@ public final class Reconciler implements DisposableBean, ApplicationListener<Con
     /** Lookups this instance has sent to an upstream. */
     public long lookups() {
         return lookups.get();
-    }
-
-    @Override
-    public void start() {
-        running = true;
-        startLooking();
-    }
-
-    @Override
-    public void stop() {
-        running = false;
-        stopLooking();
-    }
-
-    @Override
-    public boolean isRunning() {
-        return running;
-    }
-
-    /** The context is closing: lookups stop before the Redis client does; claims lapse back to the fleet. */
-    @Override
-    public void onApplicationEvent(ContextClosedEvent event) {
-        if (context == null || event.getApplicationContext() == context) {
-            destroy();
-        }
-    }
-
-    @Override
-    public void setApplicationContext(ApplicationContext applicationContext) {
-        this.context = applicationContext;
-    }
-
-    @Override
-    public void destroy() {
-        closing = true;
-        stop();
     }
 }
