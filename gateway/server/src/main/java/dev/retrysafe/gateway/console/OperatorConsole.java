@@ -81,7 +81,7 @@ final class OperatorConsole {
         long olderThan = seconds(param(request, "inFlightOlderThanSeconds"));
         ListFilter shown = new ListFilter(route, tenant, state, olderThan);
         RecordFilter filter = new RecordFilter(state.isEmpty() ? Set.of("UNCERTAIN", "IN_FLIGHT") : Set.of(state),
-                Optional.of(route).filter(r -> !r.isBlank()),
+                Optional.of(route).filter(r -> !r.isBlank()), Optional.empty(),
                 Optional.of(tenant).filter(t -> !t.isBlank()).map(IdempotencyScope::tenantHash),
                 Duration.ofSeconds(olderThan), LIMIT);
         // Only a scope hash is repeated from the URL: a link cannot put other words into the console's mouth.

@@ -35,7 +35,7 @@ class ConsolePagesTest {
     static final Session SESSION = new Session("ops<b>", Optional.of(new Csrf("_csrf", "tok\"en")));
 
     static RecordView record(String scopeHash, String route, String state, RecordView.StoredBody response) {
-        return new RecordView(scopeHash, route, "tenant<i>hash", state, "f".repeat(64), "POST",
+        return new RecordView(scopeHash, route, route, "tenant<i>hash", state, "f".repeat(64), "POST",
                 "/merchants/<img src=x onerror=alert(2)>", "http://upstream\"><script>x</script>", 2,
                 NOW.minus(Duration.ofMinutes(4).plusSeconds(10)).toString(), null, null, null,
                 NOW.minusSeconds(200).toString(), "timed out <b>after</b> 'sending'", null, null, null,
@@ -146,26 +146,28 @@ class ConsolePagesTest {
         String tenant = hostile("tenant");
         Session session = new Session(hostile("user"), Optional.of(new Csrf(hostile("csrfName"), hostile("csrf"))));
         String base = "/console" + hostile("base");
-        RecordView listed = new RecordView(hostile("scope"), hostile("route"), IdempotencyScope.tenantHash(tenant),
-                "IN_FLIGHT", hostile("fingerprint"), hostile("method"), hostile("path"), hostile("upstream"), 1,
-                hostile("reservedAt"), hostile("leaseUntil"), null, null, null, null, null, null, null, null, null,
-                null, null);
-        RecordView uncertain = new RecordView("s2", "r", hostile("tenantHash"), "UNCERTAIN", "f", "POST", "/p", "u",
-                1, null, null, null, null, null, hostile("uncertainReason"), null, null, null, null, null, null, null);
+        RecordView listed = new RecordView(hostile("scope"), hostile("route"), hostile("operation"),
+                IdempotencyScope.tenantHash(tenant), "IN_FLIGHT", hostile("fingerprint"), hostile("method"),
+                hostile("path"), hostile("upstream"), 1, hostile("reservedAt"), hostile("leaseUntil"), null, null, null,
+                null, null, null, null, null, null, null, null);
+        RecordView uncertain = new RecordView("s2", "r", "r", hostile("tenantHash"), "UNCERTAIN", "f", "POST", "/p",
+                "u", 1, null, null, null, null, null, hostile("uncertainReason"), null, null, null, null, null, null,
+                null);
         RecordView.StoredBody text = new RecordView.StoredBody(202,
                 List.of(List.of(hostile("headerName"), hostile("headerValue"))), hostile("body"), null, false,
                 hostile("unreadable"));
         RecordView everything = new RecordView(hostile("detailScope"), hostile("detailRoute"),
-                hostile("detailTenantHash"), hostile("state"), hostile("detailFingerprint"), hostile("detailMethod"),
-                hostile("detailPath"), hostile("detailUpstream"), 1, hostile("detailReservedAt"),
-                hostile("detailLeaseUntil"), hostile("completedAt"), 201, hostile("uncertainAt"),
-                hostile("detailUncertainReason"), hostile("processId"), hostile("processState"),
-                hostile("processStatus"), hostile("resolvedBy"), hostile("resolvedReason"), 60L, text);
-        RecordView notText = new RecordView("s3", "r", "t", "COMPLETED", "f", null, null, "u", 1, null, null, null,
-                200, null, null, null, null, null, null, null, null,
+                hostile("detailOperation"), hostile("detailTenantHash"), hostile("state"), hostile("detailFingerprint"),
+                hostile("detailMethod"), hostile("detailPath"), hostile("detailUpstream"), 1,
+                hostile("detailReservedAt"), hostile("detailLeaseUntil"), hostile("completedAt"), 201,
+                hostile("uncertainAt"), hostile("detailUncertainReason"), hostile("processId"),
+                hostile("processState"), hostile("processStatus"), hostile("resolvedBy"), hostile("resolvedReason"),
+                60L, text);
+        RecordView notText = new RecordView("s3", "r", "r", "t", "COMPLETED", "f", null, null, "u", 1, null, null,
+                null, 200, null, null, null, null, null, null, null, null,
                 new RecordView.StoredBody(200, List.of(), null, hostile("bodyBase64"), false, null));
-        RecordView open = new RecordView("s4", "r", "t", "UNCERTAIN", "f", "POST", "/p", "u", 1, null, null, null,
-                null, null, null, null, null, null, null, null, null, null);
+        RecordView open = new RecordView("s4", "r", "r", "t", "UNCERTAIN", "f", "POST", "/p", "u", 1, null, null,
+                null, null, null, null, null, null, null, null, null, null, null);
         Optional<Notice> notice = Optional.of(new Notice(true, hostile("notice")));
         return Map.of(
                 "list", pages.list(base, session, new ListFilter(hostile("filterRoute"), tenant, "", 60),
