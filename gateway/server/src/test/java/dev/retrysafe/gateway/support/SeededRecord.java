@@ -8,7 +8,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.UUID;
 import org.jspecify.annotations.Nullable;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 
 /**
@@ -23,12 +25,18 @@ import org.springframework.data.redis.core.ReactiveRedisTemplate;
 public record SeededRecord(String tenant, String operation, @Nullable String routeId, String key, String path) {
     private static final Duration WAIT = Duration.ofSeconds(10);
 
+    /** With a key of its own, so that no other test's record is this one. */
+    public static SeededRecord withNewKey(String tenant, String operation, @Nullable String routeId, String path) {
+        return new SeededRecord(tenant, operation, routeId, UUID.randomUUID().toString(), path);
+    }
+
     public String scopeHash() {
         return new IdempotencyScope(tenant, operation, new IdempotencyKey(key)).hash();
     }
 
     /** Writes the record and its entry in the index of UNCERTAIN records (what the operator's list reads). */
-    public String writeUncertain(ReactiveRedisTemplate<String, byte[]> redis) {
+    public String writeUncertain(ReactiveRedisConnectionFactory connections) {
+        ReactiveRedisTemplate<String, byte[]> redis = BytesTemplate.of(connections);
         String scopeHash = scopeHash();
         long now = System.currentTimeMillis();
         Map<String, byte[]> fields = new LinkedHashMap<>();

@@ -15,7 +15,6 @@ import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
-import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.SeededRecord;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -68,7 +67,7 @@ class OperatorEndpointIntegrationTest {
     @Autowired
     RecordInspector inspector;
     @Autowired
-    ReactiveRedisConnectionFactory redis;
+    ReactiveRedisConnectionFactory connections;
 
     WebTestClient gateway;
     WebTestClient management;
@@ -155,9 +154,9 @@ class OperatorEndpointIntegrationTest {
     @Test
     void aRecordShowsTheOperationThatScopesItAndTheRouteThatReservedItAndIsFoundAndListedByEither() {
         // Written by a route onboarding-v2 whose operation is merchants-op: the record is scoped by the operation.
-        String key = UUID.randomUUID().toString();
-        String hash = new SeededRecord("header:acme", "merchants-op", "onboarding-v2", key, "/merchants/v2")
-                .writeUncertain(BytesTemplate.of(redis));
+        SeededRecord seeded = SeededRecord.withNewKey("header:acme", "merchants-op", "onboarding-v2", "/merchants/v2");
+        String hash = seeded.writeUncertain(connections);
+        String key = seeded.key();
         String listed = "$.records[?(@.scopeHash == '" + hash + "')]";
 
         records("operation=merchants-op&tenant=header:acme&key=" + key)
@@ -186,9 +185,9 @@ class OperatorEndpointIntegrationTest {
 
     @Test
     void aRecordWrittenBeforeRoutesNamedAnOperationShowsItsRouteAsItsOperation() {
-        String key = UUID.randomUUID().toString();
-        String hash = new SeededRecord("", "legacy-route", null, key, "/merchants/legacy")
-                .writeUncertain(BytesTemplate.of(redis));
+        SeededRecord seeded = SeededRecord.withNewKey("", "legacy-route", null, "/merchants/legacy");
+        String hash = seeded.writeUncertain(connections);
+        String key = seeded.key();
         String listed = "$.records[?(@.scopeHash == '" + hash + "')]";
 
         records("route=legacy-route&key=" + key)
