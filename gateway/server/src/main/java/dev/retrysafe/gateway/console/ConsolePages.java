@@ -11,6 +11,7 @@ import dev.retrysafe.gateway.console.ConsoleViews.ListPage;
 import dev.retrysafe.gateway.console.ConsoleViews.LoginPage;
 import dev.retrysafe.gateway.console.ConsoleViews.RecordPage;
 import dev.retrysafe.gateway.console.ConsoleViews.Response;
+import dev.retrysafe.gateway.console.ConsoleViews.Routes;
 import dev.retrysafe.gateway.console.ConsoleViews.Row;
 import dev.retrysafe.gateway.console.ConsoleViews.Settle;
 import dev.retrysafe.gateway.console.ConsoleViews.SignedIn;
@@ -35,6 +36,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.springframework.web.util.UriUtils;
 
@@ -87,8 +91,11 @@ final class ConsolePages {
     record Notice(boolean error, String text) {
     }
 
-    /** The list's filter as entered: raw tenant (hashed for the lookup), states, IN_FLIGHT age threshold. */
-    record ListFilter(String route, String tenant, String state, long inFlightOlderThanSeconds) {
+    /**
+     * The list's filter as entered: route (that reserved a record), operation (that scopes it), raw tenant (hashed
+     * for the lookup), states, IN_FLIGHT age threshold.
+     */
+    record ListFilter(String route, String operation, String tenant, String state, long inFlightOlderThanSeconds) {
     }
 
     /** What the operator typed into a settlement form, shown again when it is refused. */
@@ -104,7 +111,8 @@ final class ConsolePages {
 
     String list(String base, Session session, ListFilter filter, List<RecordView> records, int limit, Instant now,
             Optional<Notice> notice) {
-        ConsoleViews.FilterForm form = new ConsoleViews.FilterForm(base, filter.route(), filter.tenant(),
+        ConsoleViews.FilterForm form = new ConsoleViews.FilterForm(base, filter.route(), filter.operation(),
+                filter.tenant(),
                 List.of(option("", "UNCERTAIN and long IN_FLIGHT", filter.state()),
                         option("UNCERTAIN", "UNCERTAIN", filter.state()),
                         option("IN_FLIGHT", "IN_FLIGHT", filter.state())),
@@ -119,14 +127,17 @@ final class ConsolePages {
         return new StateOption(value, label, value.equals(selected));
     }
 
-    /** By route, then tenant, oldest reservation first. */
+    /**
+     * By operation, then tenant, oldest reservation first: the records of one operation share its keys, whichever
+     * route reserved them.
+     */
     private static List<Group> groups(String base, ListFilter filter, List<RecordView> records, Instant now) {
         Map<String, List<RecordView>> groups = new LinkedHashMap<>();
         records.stream()
-                .sorted(Comparator.comparing((RecordView v) -> nullToEmpty(v.route()))
+                .sorted(Comparator.comparing((RecordView v) -> nullToEmpty(v.operation()))
                         .thenComparing(v -> nullToEmpty(v.tenantHash()))
                         .thenComparing(v -> nullToEmpty(v.reservedAt())))
-                .forEach(v -> groups.computeIfAbsent(nullToEmpty(v.route()) + "\n" + nullToEmpty(v.tenantHash()),
+                .forEach(v -> groups.computeIfAbsent(nullToEmpty(v.operation()) + "\n" + nullToEmpty(v.tenantHash()),
                         k -> new ArrayList<>()).add(v));
         List<Group> shown = new ArrayList<>();
         for (List<RecordView> group : groups.values()) {
@@ -135,10 +146,21 @@ final class ConsolePages {
                     nullToEmpty(v.reservedAt()), age(v.reservedAt(), now), attempts(v), request(v),
                     nullToEmpty(v.fingerprint()), shorten(v.fingerprint(), 12), why(v), recordLink(base, v.scopeHash()),
                     shorten(v.scopeHash(), 16))).toList();
-            shown.add(new Group(nullToEmpty(first.route()), tenant(first.tenantHash(), filter.tenant()),
+            String operation = nullToEmpty(first.operation());
+            shown.add(new Group(operation, routes(operation, group), tenant(first.tenantHash(), filter.tenant()),
                     group.size() + (group.size() == 1 ? " record" : " records"), rows));
         }
         return shown;
+    }
+
+    /** The routes that reserved a group's records; none to show when that is only the route the operation names. */
+    private static @Nullable Routes routes(String operation, List<RecordView> group) {
+        Set<String> ids = group.stream().map(v -> nullToEmpty(v.route()))
+                .collect(Collectors.toCollection(TreeSet::new));
+        if (ids.equals(Set.of(operation))) {
+            return null;
+        }
+        return new Routes(ids.size() == 1 ? "route" : "routes", List.copyOf(ids));
     }
 
     /** The tenant is stored as a hash only: named when it is the one the operator filtered by. */
@@ -174,7 +196,7 @@ final class ConsolePages {
     private static Found found(String base, Session session, RecordView view, Instant now, SettleForm form) {
         String process = view.processId() == null ? null
                 : view.processId() + " " + nullToEmpty(view.processState()) + " " + nullToEmpty(view.processStatus());
-        return new Found(nullToEmpty(view.state()), nullToEmpty(view.route()),
+        return new Found(nullToEmpty(view.state()), nullToEmpty(view.operation()), nullToEmpty(view.route()),
                 ANONYMOUS_TENANT_HASH.equals(view.tenantHash()), nullToEmpty(view.tenantHash()), request(view),
                 nullToEmpty(view.fingerprint()), nullToEmpty(view.upstream()), attempts(view),
                 time(view.reservedAt(), now), shown(view.leaseUntil()), time(shown(view.uncertainAt()), now),

@@ -25,7 +25,7 @@ final class ConsoleViews {
     record ListPage(Frame frame, FilterForm filter, String findAction, @Nullable Table table) {
     }
 
-    record FilterForm(String action, String route, String tenant, List<StateOption> states,
+    record FilterForm(String action, String route, String operation, String tenant, List<StateOption> states,
             long inFlightOlderThanSeconds) {
     }
 
@@ -36,8 +36,15 @@ final class ConsoleViews {
     record Table(List<Group> groups, @Nullable Integer truncatedAt) {
     }
 
-    /** One route and tenant; {@code size} as read ({@code 1 record}, {@code 3 records}). */
-    record Group(String route, Tenant tenant, String size, List<Row> rows) {
+    /**
+     * One operation and tenant; {@code routes} the routes that reserved its records, when they are not just the
+     * operation's namesake; {@code size} as read ({@code 1 record}, {@code 3 records}).
+     */
+    record Group(String operation, @Nullable Routes routes, Tenant tenant, String size, List<Row> rows) {
+    }
+
+    /** {@code label}: {@code route} or {@code routes}, as many as {@code ids}. */
+    record Routes(String label, List<String> ids) {
     }
 
     /** {@code entered}: the tenant as the operator typed it into the filter, when it is this hash's. */
@@ -54,9 +61,12 @@ final class ConsoleViews {
     record RecordPage(Frame frame, String scopeHash, @Nullable Found found, String listLink) {
     }
 
-    /** The record's fields; the optional ones are {@code null} when there is nothing to show. */
-    record Found(String state, String route, boolean anonymousTenant, String tenantHash, @Nullable String request,
-            String fingerprint, String upstream, String attempts, @Nullable Time reservedAt,
+    /**
+     * The record's fields; the optional ones are {@code null} when there is nothing to show. {@code operation} scopes
+     * the record, {@code route} reserved it.
+     */
+    record Found(String state, String operation, String route, boolean anonymousTenant, String tenantHash,
+            @Nullable String request, String fingerprint, String upstream, String attempts, @Nullable Time reservedAt,
             @Nullable String leaseUntil, @Nullable Time uncertainAt, @Nullable String uncertainReason,
             @Nullable Time completedAt, @Nullable String status, @Nullable String process,
             @Nullable String resolvedBy, @Nullable String resolvedReason, @Nullable String expiresIn,

@@ -50,6 +50,7 @@ final class OperatorConsole {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
     private static final java.util.regex.Pattern SCOPE_HASH = java.util.regex.Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final MediaType HTML = new MediaType("text", "html", java.nio.charset.StandardCharsets.UTF_8);
+    private static final ListFilter NO_FILTER = new ListFilter("", "", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS);
 
     private final RecordInspector inspector;
     private final IdempotencyOperatorEndpoint endpoint;
@@ -76,12 +77,13 @@ final class OperatorConsole {
 
     private Mono<ServerResponse> list(ServerRequest request) {
         String route = param(request, "route");
+        String operation = param(request, "operation");
         String tenant = param(request, "tenant");
         String state = param(request, "state").toUpperCase(Locale.ROOT);
         long olderThan = seconds(param(request, "inFlightOlderThanSeconds"));
-        ListFilter shown = new ListFilter(route, tenant, state, olderThan);
+        ListFilter shown = new ListFilter(route, operation, tenant, state, olderThan);
         RecordFilter filter = new RecordFilter(state.isEmpty() ? Set.of("UNCERTAIN", "IN_FLIGHT") : Set.of(state),
-                Optional.of(route).filter(r -> !r.isBlank()),
+                Optional.of(route).filter(r -> !r.isBlank()), Optional.of(operation).filter(o -> !o.isBlank()),
                 Optional.of(tenant).filter(t -> !t.isBlank()).map(IdempotencyScope::tenantHash),
                 Duration.ofSeconds(olderThan), LIMIT);
         // Only a scope hash is repeated from the URL: a link cannot put other words into the console's mouth.
@@ -114,17 +116,23 @@ final class OperatorConsole {
                         request.queryParam("error").isPresent(), request.queryParam("logout").isPresent())));
     }
 
-    /** By route + key (+ tenant), as the operator API's lookup, or by scope hash: on to that record's page. */
+    /**
+     * By operation + key (+ tenant), as the operator API's lookup, or by scope hash: on to that record's page. A
+     * {@code route} without an operation is taken as one, as links and bookmarks from before routes named it do.
+     */
     private Mono<ServerResponse> find(ServerRequest request) {
         String scopeHash = param(request, "scopeHash").trim();
         String key = param(request, "key").trim();
+        String operation = param(request, "operation").isBlank() ? param(request, "route").trim()
+                : param(request, "operation").trim();
         if (scopeHash.isEmpty()) {
             String problem = null;
-            if (key.isEmpty() || param(request, "route").isBlank()) {
-                problem = "Give a route and an Idempotency-Key (and the tenant, if any), or a scope hash.";
+            if (key.isEmpty() || operation.isEmpty()) {
+                problem = "Give an operation (the route id by default) and an Idempotency-Key (and the tenant, if"
+                        + " any), or a scope hash.";
             } else {
                 try {
-                    scopeHash = new IdempotencyScope(param(request, "tenant").trim(), param(request, "route").trim(),
+                    scopeHash = new IdempotencyScope(param(request, "tenant").trim(), operation,
                             new IdempotencyKey(key)).hash();
                 } catch (IllegalArgumentException invalid) {
                     problem = "Not a valid idempotency key.";
@@ -133,8 +141,7 @@ final class OperatorConsole {
             if (problem != null) {
                 Notice notice = new Notice(true, problem);
                 return session(request).flatMap(session -> html(HttpStatus.BAD_REQUEST, pages.list(
-                        base(request), session, new ListFilter("", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS),
-                        List.of(), LIMIT, clock.instant(), Optional.of(notice))));
+                        base(request), session, NO_FILTER, List.of(), LIMIT, clock.instant(), Optional.of(notice))));
             }
         }
         return seeOther(recordUri(request, scopeHash, null));
@@ -156,8 +163,7 @@ final class OperatorConsole {
                 both.getT2().isEmpty() && status == HttpStatus.OK ? HttpStatus.NOT_FOUND : status,
                 pages.detail(base(request), both.getT1(), scopeHash, both.getT2().orElse(null),
                         clock.instant(), notice, form)))
-                .onErrorResume(e -> storeUnavailable(request,
-                        new ListFilter("", "", "", DEFAULT_IN_FLIGHT_OLDER_THAN_SECONDS),
+                .onErrorResume(e -> storeUnavailable(request, NO_FILTER,
                         "read record " + (SCOPE_HASH.matcher(scopeHash).matches() ? scopeHash : "(not a scope hash)"),
                         e));
     }

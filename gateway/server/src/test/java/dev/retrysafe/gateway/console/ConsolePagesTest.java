@@ -35,7 +35,12 @@ class ConsolePagesTest {
     static final Session SESSION = new Session("ops<b>", Optional.of(new Csrf("_csrf", "tok\"en")));
 
     static RecordView record(String scopeHash, String route, String state, RecordView.StoredBody response) {
-        return new RecordView(scopeHash, route, "tenant<i>hash", state, "f".repeat(64), "POST",
+        return record(scopeHash, route, route, state, response);
+    }
+
+    static RecordView record(String scopeHash, String route, String operation, String state,
+            RecordView.StoredBody response) {
+        return new RecordView(scopeHash, route, operation, "tenant<i>hash", state, "f".repeat(64), "POST",
                 "/merchants/<img src=x onerror=alert(2)>", "http://upstream\"><script>x</script>", 2,
                 NOW.minus(Duration.ofMinutes(4).plusSeconds(10)).toString(), null, null, null,
                 NOW.minusSeconds(200).toString(), "timed out <b>after</b> 'sending'", null, null, null,
@@ -44,7 +49,7 @@ class ConsolePagesTest {
 
     @Test
     void aStoredRouteRequestAndReasonAreEscapedInTheList() {
-        String html = PAGES.list("/console", SESSION, new ListFilter("", "", "", 60),
+        String html = PAGES.list("/console", SESSION, new ListFilter("", "", "", "", 60),
                 List.of(record("abc", "route" + SCRIPT, "UNCERTAIN", null)), 200, NOW, Optional.empty());
 
         assertThat(html).doesNotContain("<script").doesNotContain("<img").doesNotContain("<b>after")
@@ -54,6 +59,37 @@ class ConsolePagesTest {
                 .contains("timed out &lt;b&gt;after&lt;/b&gt; &#39;sending&#39;")
                 .contains("Signed in as <strong id=\"user\">ops&lt;b&gt;</strong>")
                 .contains("4 min 10 s");
+    }
+
+    @Test
+    void recordsAreGroupedByOperationAndTenantNamingTheRoutesThatReservedThemWhenTheyAreNotTheOperation() {
+        String html = PAGES.list("/console", SESSION, new ListFilter("", "", "", "", 60), List.of(
+                        record("a", "onboarding-v2", "merchants-op", "UNCERTAIN", null),
+                        record("b", "onboarding", "onboarding", "UNCERTAIN", null),
+                        record("c", "onboarding-v3", "merchants-op", "UNCERTAIN", null)),
+                200, NOW, Optional.empty());
+
+        assertThat(html).contains("Operation <code>merchants-op</code> (routes <code>onboarding-v2</code>, "
+                        + "<code>onboarding-v3</code>) · tenant")
+                .contains("Operation <code>onboarding</code> · tenant")
+                .doesNotContain("(route <code>onboarding</code>)")
+                .contains("2 records").contains("1 record<");
+        assertThat(html.indexOf("data-scope=\"c\"")).isLessThan(html.indexOf("data-scope=\"b\""));
+
+        String oneRoute = PAGES.list("/console", SESSION, new ListFilter("", "merchants-op", "", "", 60),
+                List.of(record("a", "onboarding-v2", "merchants-op", "UNCERTAIN", null)), 200, NOW, Optional.empty());
+        assertThat(oneRoute).contains("Operation <code>merchants-op</code> (route <code>onboarding-v2</code>) · tenant")
+                .contains("name=\"operation\" value=\"merchants-op\"");
+    }
+
+    @Test
+    void theRecordPageShowsTheOperationThatScopesTheRecordAndTheRouteThatReservedIt() {
+        String html = PAGES.detail("/console", SESSION, "a",
+                record("a", "onboarding-v2", "merchants-op", "UNCERTAIN", null), NOW, Optional.empty(),
+                SettleForm.EMPTY);
+
+        assertThat(html).contains("<dt>Operation</dt><dd><code>merchants-op</code></dd>")
+                .contains("<dt>Route</dt><dd><code>onboarding-v2</code></dd>");
     }
 
     @Test
@@ -100,11 +136,13 @@ class ConsolePagesTest {
 
     @Test
     void filterValuesAreEscapedInTheirInputs() {
-        String html = PAGES.list("/console", SESSION, new ListFilter("\"><script>", "header:'x'", "", 60),
+        String html = PAGES.list("/console", SESSION,
+                new ListFilter("\"><script>", "op\"><script>", "header:'x'", "", 60),
                 List.of(), 200, NOW, Optional.empty());
 
         assertThat(html).doesNotContain("<script")
                 .contains("name=\"route\" value=\"&quot;&gt;&lt;script&gt;\"")
+                .contains("name=\"operation\" value=\"op&quot;&gt;&lt;script&gt;\"")
                 .contains("name=\"tenant\" value=\"header:&#39;x&#39;\"");
     }
 
@@ -146,29 +184,32 @@ class ConsolePagesTest {
         String tenant = hostile("tenant");
         Session session = new Session(hostile("user"), Optional.of(new Csrf(hostile("csrfName"), hostile("csrf"))));
         String base = "/console" + hostile("base");
-        RecordView listed = new RecordView(hostile("scope"), hostile("route"), IdempotencyScope.tenantHash(tenant),
-                "IN_FLIGHT", hostile("fingerprint"), hostile("method"), hostile("path"), hostile("upstream"), 1,
-                hostile("reservedAt"), hostile("leaseUntil"), null, null, null, null, null, null, null, null, null,
-                null, null);
-        RecordView uncertain = new RecordView("s2", "r", hostile("tenantHash"), "UNCERTAIN", "f", "POST", "/p", "u",
-                1, null, null, null, null, null, hostile("uncertainReason"), null, null, null, null, null, null, null);
+        RecordView listed = new RecordView(hostile("scope"), hostile("route"), hostile("operation"),
+                IdempotencyScope.tenantHash(tenant), "IN_FLIGHT", hostile("fingerprint"), hostile("method"),
+                hostile("path"), hostile("upstream"), 1, hostile("reservedAt"), hostile("leaseUntil"), null, null, null,
+                null, null, null, null, null, null, null, null);
+        RecordView uncertain = new RecordView("s2", "r", "r", hostile("tenantHash"), "UNCERTAIN", "f", "POST", "/p",
+                "u", 1, null, null, null, null, null, hostile("uncertainReason"), null, null, null, null, null, null,
+                null);
         RecordView.StoredBody text = new RecordView.StoredBody(202,
                 List.of(List.of(hostile("headerName"), hostile("headerValue"))), hostile("body"), null, false,
                 hostile("unreadable"));
         RecordView everything = new RecordView(hostile("detailScope"), hostile("detailRoute"),
-                hostile("detailTenantHash"), hostile("state"), hostile("detailFingerprint"), hostile("detailMethod"),
-                hostile("detailPath"), hostile("detailUpstream"), 1, hostile("detailReservedAt"),
-                hostile("detailLeaseUntil"), hostile("completedAt"), 201, hostile("uncertainAt"),
-                hostile("detailUncertainReason"), hostile("processId"), hostile("processState"),
-                hostile("processStatus"), hostile("resolvedBy"), hostile("resolvedReason"), 60L, text);
-        RecordView notText = new RecordView("s3", "r", "t", "COMPLETED", "f", null, null, "u", 1, null, null, null,
-                200, null, null, null, null, null, null, null, null,
+                hostile("detailOperation"), hostile("detailTenantHash"), hostile("state"), hostile("detailFingerprint"),
+                hostile("detailMethod"), hostile("detailPath"), hostile("detailUpstream"), 1,
+                hostile("detailReservedAt"), hostile("detailLeaseUntil"), hostile("completedAt"), 201,
+                hostile("uncertainAt"), hostile("detailUncertainReason"), hostile("processId"),
+                hostile("processState"), hostile("processStatus"), hostile("resolvedBy"), hostile("resolvedReason"),
+                60L, text);
+        RecordView notText = new RecordView("s3", "r", "r", "t", "COMPLETED", "f", null, null, "u", 1, null, null,
+                null, 200, null, null, null, null, null, null, null, null,
                 new RecordView.StoredBody(200, List.of(), null, hostile("bodyBase64"), false, null));
-        RecordView open = new RecordView("s4", "r", "t", "UNCERTAIN", "f", "POST", "/p", "u", 1, null, null, null,
-                null, null, null, null, null, null, null, null, null, null);
+        RecordView open = new RecordView("s4", "r", "r", "t", "UNCERTAIN", "f", "POST", "/p", "u", 1, null, null,
+                null, null, null, null, null, null, null, null, null, null, null);
         Optional<Notice> notice = Optional.of(new Notice(true, hostile("notice")));
         return Map.of(
-                "list", pages.list(base, session, new ListFilter(hostile("filterRoute"), tenant, "", 60),
+                "list", pages.list(base, session,
+                        new ListFilter(hostile("filterRoute"), hostile("filterOperation"), tenant, "", 60),
                         List.of(listed, uncertain), 200, NOW, notice),
                 "record", pages.detail(base, session, hostile("urlScope"), everything, NOW, notice,
                         SettleForm.EMPTY),
@@ -182,9 +223,11 @@ class ConsolePagesTest {
     }
 
     static final Map<String, List<String>> FIELDS_BY_PAGE = Map.of(
-            "list", List.of("user", "csrfName", "csrf", "base", "notice", "filterRoute", "tenant", "scope", "route",
-                    "fingerprint", "method", "path", "reservedAt", "leaseUntil", "tenantHash", "uncertainReason"),
-            "record", List.of("user", "csrf", "base", "notice", "urlScope", "detailRoute", "detailTenantHash", "state",
+            "list", List.of("user", "csrfName", "csrf", "base", "notice", "filterRoute", "filterOperation", "tenant",
+                    "scope", "route", "operation", "fingerprint", "method", "path", "reservedAt", "leaseUntil",
+                    "tenantHash", "uncertainReason"),
+            "record", List.of("user", "csrf", "base", "notice", "urlScope", "detailRoute", "detailOperation",
+                    "detailTenantHash", "state",
                     "detailFingerprint", "detailMethod", "detailPath", "detailUpstream", "detailReservedAt",
                     "detailLeaseUntil", "completedAt", "uncertainAt", "detailUncertainReason", "processId",
                     "processState", "processStatus", "resolvedBy", "resolvedReason", "headerName", "headerValue",

@@ -15,6 +15,7 @@ import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
 import dev.retrysafe.gateway.idempotency.operator.RecordView;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.support.SeededRecord;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.regex.Matcher;
@@ -32,6 +33,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseCookie;
@@ -77,6 +79,8 @@ class OperatorConsoleIntegrationTest {
     RecordInspector inspector;
     @Autowired
     EmbeddedRedisServer redis;
+    @Autowired
+    ReactiveRedisConnectionFactory connections;
 
     WebTestClient gateway;
     WebTestClient management;
@@ -283,6 +287,56 @@ class OperatorConsoleIntegrationTest {
                 .expectHeader().valueEquals("Idempotency-Replayed", "true")
                 .expectBody(String.class).isEqualTo(body);
         upstream.verify(exactly(1), postRequestedFor(urlEqualTo("/merchants/console-complete")));
+    }
+
+    String page(Browser browser, String uri) {
+        return management.get().uri(uri).cookie("SESSION", browser.session()).exchange()
+                .expectStatus().isOk().expectBody(String.class).returnResult().getResponseBody();
+    }
+
+    @Test
+    void aRecordIsListedFoundAndShownByItsOperationBesideTheRouteThatReservedIt() {
+        Browser browser = signIn();
+        // Reserved by a route onboarding-v2 whose operation is merchants-op: scoped, found and grouped by the latter.
+        SeededRecord seeded = SeededRecord.withNewKey("", "merchants-op", "onboarding-v2", "/merchants/v2");
+        String hash = seeded.writeUncertain(connections);
+        String row = "data-scope=\"" + hash + "\"";
+
+        assertThat(page(browser, "/console?operation=merchants-op")).contains(row)
+                .contains("Operation <code>merchants-op</code> (route <code>onboarding-v2</code>) · tenant")
+                .contains("name=\"operation\" value=\"merchants-op\"");
+        assertThat(page(browser, "/console?route=onboarding-v2")).contains(row);
+        assertThat(page(browser, "/console?operation=onboarding-v2")).doesNotContain(row);
+        assertThat(page(browser, "/console?route=merchants-op")).doesNotContain(row);
+
+        for (String scopedBy : new String[] {"operation", "route"}) {
+            management.get().uri(b -> b.path("/console/find").queryParam(scopedBy, "merchants-op")
+                            .queryParam("key", seeded.key()).build())
+                    .cookie("SESSION", browser.session()).exchange()
+                    .expectStatus().isSeeOther()
+                    .expectHeader().location("/console/records/" + hash);
+        }
+        management.get().uri(b -> b.path("/console/find").queryParam("key", seeded.key()).build())
+                .cookie("SESSION", browser.session()).exchange()
+                .expectStatus().isBadRequest()
+                .expectBody(String.class).value(page -> assertThat(page).contains("Give an operation"));
+        assertThat(page(browser, "/console/records/" + hash))
+                .contains("<dt>Operation</dt><dd><code>merchants-op</code></dd>")
+                .contains("<dt>Route</dt><dd><code>onboarding-v2</code></dd>");
+    }
+
+    @Test
+    void aRecordWrittenBeforeRoutesNamedAnOperationShowsItsRouteAsBoth() {
+        String hash = SeededRecord.withNewKey("", "legacy-console", null, "/merchants/legacy")
+                .writeUncertain(connections);
+        Browser browser = signIn();
+
+        assertThat(page(browser, "/console?route=legacy-console")).contains("data-scope=\"" + hash + "\"")
+                .contains("Operation <code>legacy-console</code> · tenant");
+        assertThat(page(browser, "/console?operation=legacy-console")).contains("data-scope=\"" + hash + "\"");
+        assertThat(page(browser, "/console/records/" + hash))
+                .contains("<dt>Operation</dt><dd><code>legacy-console</code></dd>")
+                .contains("<dt>Route</dt><dd><code>legacy-console</code></dd>");
     }
 
     @Test

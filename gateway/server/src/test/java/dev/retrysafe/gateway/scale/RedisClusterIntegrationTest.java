@@ -123,7 +123,7 @@ class RedisClusterIntegrationTest {
         }
         // The operator API's list (a SCAN) walks every master, not just the one it happens to be connected to.
         List<RecordView> listed = gateway.getBean(RecordInspector.class).list(new RecordFilter(Set.of("COMPLETED"),
-                Optional.of("onboarding"), Optional.empty(), Duration.ZERO, 10_000)).collectList()
+                Optional.of("onboarding"), Optional.empty(), Optional.empty(), Duration.ZERO, 10_000)).collectList()
                 .block(Duration.ofSeconds(10));
         assertThat(listed).hasSizeGreaterThanOrEqualTo(30);
         // So does the count behind the idempotency.records gauges.
@@ -156,7 +156,7 @@ class RedisClusterIntegrationTest {
         assertThat(inspector.count(Duration.ofMinutes(1), 0).block(Duration.ofSeconds(30)).uncertain())
                 .isEqualTo(before + 30);
         List<RecordView> listed = inspector.list(new RecordFilter(Set.of("UNCERTAIN"), Optional.empty(),
-                Optional.empty(), Duration.ZERO, 10_000)).collectList().block(Duration.ofSeconds(30));
+                Optional.empty(), Optional.empty(), Duration.ZERO, 10_000)).collectList().block(Duration.ofSeconds(30));
         assertThat(listed).extracting(RecordView::scopeHash).containsAll(uncertain);
     }
 

@@ -36,17 +36,20 @@ public class IdempotencyOperatorEndpoint {
     }
 
     /**
-     * With {@code route} and {@code key} (and {@code tenant} as the gateway resolved it: {@code header:<value>},
-     * {@code principal:<name>}, or nothing for anonymous): that one record. Otherwise a list, by default of
-     * UNCERTAIN records and IN_FLIGHT ones older than a minute.
+     * With {@code operation} and {@code key} (and {@code tenant} as the gateway resolved it: {@code header:<value>},
+     * {@code principal:<name>}, or nothing for anonymous): that one record. Without {@code operation}, {@code route}
+     * is taken as the operation, as it was before routes named one (a route's operation is its id by default).
+     * Otherwise a list, by default of UNCERTAIN records and IN_FLIGHT ones older than a minute; {@code route} filters
+     * it by the route that reserved a record, {@code operation} by the operation that scopes it.
      */
     @ReadOperation
-    public WebEndpointResponse<Object> records(@Nullable String route, @Nullable String tenant, @Nullable String key,
-            @Nullable String state, @Nullable Long inFlightOlderThanSeconds, @Nullable Integer limit,
-            @Nullable Boolean includeBody) {
+    public WebEndpointResponse<Object> records(@Nullable String route, @Nullable String operation,
+            @Nullable String tenant, @Nullable String key, @Nullable String state,
+            @Nullable Long inFlightOlderThanSeconds, @Nullable Integer limit, @Nullable Boolean includeBody) {
         if (key != null) {
-            if (route == null) {
-                return new WebEndpointResponse<>(Map.of("error", "route is required with key"), 400);
+            String scopedBy = operation != null ? operation : route;
+            if (scopedBy == null) {
+                return new WebEndpointResponse<>(Map.of("error", "operation (or route) is required with key"), 400);
             }
             IdempotencyKey parsed;
             try {
@@ -54,12 +57,12 @@ public class IdempotencyOperatorEndpoint {
             } catch (IllegalArgumentException invalid) {
                 return new WebEndpointResponse<>(Map.of("error", "not a valid idempotency key"), 400);
             }
-            String hash = new IdempotencyScope(tenant == null ? "" : tenant, route, parsed).hash();
+            String hash = new IdempotencyScope(tenant == null ? "" : tenant, scopedBy, parsed).hash();
             return one(hash, Boolean.TRUE.equals(includeBody));
         }
         Set<String> states = state == null ? Set.of("UNCERTAIN", "IN_FLIGHT")
                 : Arrays.stream(state.split(",")).map(s -> s.trim().toUpperCase(Locale.ROOT)).collect(Collectors.toSet());
-        RecordFilter filter = new RecordFilter(states, Optional.ofNullable(route),
+        RecordFilter filter = new RecordFilter(states, Optional.ofNullable(route), Optional.ofNullable(operation),
                 Optional.ofNullable(tenant).map(IdempotencyScope::tenantHash),
                 Duration.ofSeconds(inFlightOlderThanSeconds == null ? 60 : inFlightOlderThanSeconds),
                 limit == null ? 100 : Math.max(1, Math.min(limit, 1000)));

@@ -8,11 +8,17 @@ import java.util.List;
  * asked for. Times are ISO-8601 instants. {@code method} and {@code path} (raw, without the query, cut at 512
  * characters) are those of the request that reserved the record; absent on records written before the gateway
  * kept them.
+ * <p>
+ * {@code operation} is what scopes the record (the record's {@code route} field, the route id by default) and
+ * {@code route} the id of the route that reserved it: its {@code route_id} field, or, on records written before
+ * routes named their operation, the operation itself (it was always the route id then). Two routes that name one
+ * operation share its records, so the route says which of them holds this one.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record RecordView(
         String scopeHash,
         String route,
+        String operation,
         String tenantHash,
         String state,
         String fingerprint,

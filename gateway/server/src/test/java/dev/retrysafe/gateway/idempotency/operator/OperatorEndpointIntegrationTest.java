@@ -15,6 +15,7 @@ import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.support.SeededRecord;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -34,6 +35,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.http.MediaType;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -64,6 +66,8 @@ class OperatorEndpointIntegrationTest {
     int managementPort;
     @Autowired
     RecordInspector inspector;
+    @Autowired
+    ReactiveRedisConnectionFactory connections;
 
     WebTestClient gateway;
     WebTestClient management;
@@ -129,6 +133,7 @@ class OperatorEndpointIntegrationTest {
                 .jsonPath("$.scopeHash").isEqualTo(hash(key))
                 .jsonPath("$.state").isEqualTo("UNCERTAIN")
                 .jsonPath("$.route").isEqualTo("onboarding")
+                .jsonPath("$.operation").isEqualTo("onboarding")
                 .jsonPath("$.method").isEqualTo("POST")
                 .jsonPath("$.path").isEqualTo("/merchants/look")
                 .jsonPath("$.upstream").isEqualTo("http://127.0.0.1:" + upstream.port())
@@ -139,6 +144,57 @@ class OperatorEndpointIntegrationTest {
                 .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
                 .expectStatus().isOk()
                 .expectBody().jsonPath("$.records[?(@.scopeHash == '" + hash(key) + "')].state").isEqualTo("UNCERTAIN");
+    }
+
+    WebTestClient.BodyContentSpec records(String query) {
+        return management.get().uri("/actuator/idempotency?" + query).headers(h -> h.setBasicAuth("ops", "s3cret"))
+                .exchange().expectStatus().isOk().expectBody();
+    }
+
+    @Test
+    void aRecordShowsTheOperationThatScopesItAndTheRouteThatReservedItAndIsFoundAndListedByEither() {
+        // Written by a route onboarding-v2 whose operation is merchants-op: the record is scoped by the operation.
+        SeededRecord seeded = SeededRecord.withNewKey("header:acme", "merchants-op", "onboarding-v2", "/merchants/v2");
+        String hash = seeded.writeUncertain(connections);
+        String key = seeded.key();
+        String listed = "$.records[?(@.scopeHash == '" + hash + "')]";
+
+        records("operation=merchants-op&tenant=header:acme&key=" + key)
+                .jsonPath("$.scopeHash").isEqualTo(hash)
+                .jsonPath("$.operation").isEqualTo("merchants-op")
+                .jsonPath("$.route").isEqualTo("onboarding-v2")
+                .jsonPath("$.state").isEqualTo("UNCERTAIN")
+                .jsonPath("$.path").isEqualTo("/merchants/v2");
+        // route alone is the operation, as before routes named one; the route id does not scope the record.
+        records("route=merchants-op&tenant=header:acme&key=" + key).jsonPath("$.scopeHash").isEqualTo(hash);
+        management.get().uri("/actuator/idempotency?route=onboarding-v2&tenant=header:acme&key=" + key)
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isNotFound();
+        management.get().uri("/actuator/idempotency?tenant=header:acme&key=" + key)
+                .headers(h -> h.setBasicAuth("ops", "s3cret")).exchange()
+                .expectStatus().isBadRequest()
+                .expectBody().jsonPath("$.error").isEqualTo("operation (or route) is required with key");
+
+        records("state=UNCERTAIN&operation=merchants-op").jsonPath(listed + ".route").isEqualTo("onboarding-v2");
+        records("state=UNCERTAIN&route=onboarding-v2").jsonPath(listed + ".operation").isEqualTo("merchants-op");
+        records("state=UNCERTAIN&operation=onboarding-v2").jsonPath(listed).isEmpty();
+        records("state=UNCERTAIN&route=merchants-op").jsonPath(listed).isEmpty();
+        records("state=UNCERTAIN&route=onboarding-v2&operation=merchants-op&tenant=header:acme")
+                .jsonPath(listed + ".state").isEqualTo("UNCERTAIN");
+    }
+
+    @Test
+    void aRecordWrittenBeforeRoutesNamedAnOperationShowsItsRouteAsItsOperation() {
+        SeededRecord seeded = SeededRecord.withNewKey("", "legacy-route", null, "/merchants/legacy");
+        String hash = seeded.writeUncertain(connections);
+        String key = seeded.key();
+        String listed = "$.records[?(@.scopeHash == '" + hash + "')]";
+
+        records("route=legacy-route&key=" + key)
+                .jsonPath("$.route").isEqualTo("legacy-route")
+                .jsonPath("$.operation").isEqualTo("legacy-route");
+        records("state=UNCERTAIN&route=legacy-route").jsonPath(listed + ".operation").isEqualTo("legacy-route");
+        records("state=UNCERTAIN&operation=legacy-route").jsonPath(listed + ".route").isEqualTo("legacy-route");
     }
 
     @Test

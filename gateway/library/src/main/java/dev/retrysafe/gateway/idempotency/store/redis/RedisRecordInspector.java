@@ -30,9 +30,10 @@ import reactor.core.publisher.Mono;
  * only for what the index does not hold (COMPLETED), scripts for settling.
  */
 public final class RedisRecordInspector implements RecordInspector {
-    private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "tenant", "upstream",
-            "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at", "uncertain_reason",
-            "process_id", "process_state", "process_status", "resolved_by", "resolved_reason", "method", "path");
+    private static final List<String> FIELDS = List.of("state", "fingerprint", "route", "route_id", "tenant",
+            "upstream", "attempts", "reserved_at", "lease_until", "completed_at", "status", "uncertain_at",
+            "uncertain_reason", "process_id", "process_state", "process_status", "resolved_by", "resolved_reason",
+            "method", "path");
     private static final Set<String> UNSETTLED_STATES = Set.of("IN_FLIGHT", "UNCERTAIN");
     /** How many records of each unsettled state a list looks at before its filters: bounds an operator's page. */
     static final int CANDIDATES_PER_STATE = 2_000;
@@ -98,6 +99,7 @@ public final class RedisRecordInspector implements RecordInspector {
         return candidates
                 .filter(v -> filter.states().contains(v.state()))
                 .filter(v -> filter.route().map(r -> r.equals(v.route())).orElse(true))
+                .filter(v -> filter.operation().map(o -> o.equals(v.operation())).orElse(true))
                 .filter(v -> filter.tenantHash().map(t -> t.equals(v.tenantHash())).orElse(true))
                 .filter(v -> !"IN_FLIGHT".equals(v.state()) || v.reservedAt() == null
                         || Instant.parse(v.reservedAt()).toEpochMilli() <= now - filter.inFlightOlderThan().toMillis())
@@ -184,7 +186,10 @@ public final class RedisRecordInspector implements RecordInspector {
 
     private RecordView toView(String scopeHash, Map<String, byte[]> f, long ttlSeconds) {
         RecordView.StoredBody body = f.containsKey("response") ? storedBody(f.get("response"), scopeHash) : null;
-        return new RecordView(scopeHash, text(f, "route"), text(f, "tenant"), text(f, "state"),
+        // The field "route" holds the operation; "route_id", absent before routes named one, the route itself.
+        String operation = text(f, "route");
+        String routeId = f.containsKey("route_id") ? text(f, "route_id") : operation;
+        return new RecordView(scopeHash, routeId, operation, text(f, "tenant"), text(f, "state"),
                 text(f, "fingerprint"), nonEmpty(f, "method"), nonEmpty(f, "path"), text(f, "upstream"),
                 number(f, "attempts"), time(f, "reserved_at"),
                 time(f, "lease_until"), time(f, "completed_at"), number(f, "status"), time(f, "uncertain_at"),

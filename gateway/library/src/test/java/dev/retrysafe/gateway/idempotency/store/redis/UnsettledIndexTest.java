@@ -244,7 +244,7 @@ class UnsettledIndexTest {
 
     private List<RecordView> listed() {
         return inspector.list(new RecordFilter(Set.of("IN_FLIGHT", "UNCERTAIN"), Optional.empty(), Optional.empty(),
-                Duration.ZERO, 1_000)).collectList().block(WAIT);
+                Optional.empty(), Duration.ZERO, 1_000)).collectList().block(WAIT);
     }
 
     private OwnerToken reserve(IdempotencyScope scope) {
