@@ -143,12 +143,12 @@ class UnsettledIndexClusterIntegrationTest {
                 .as("of the two UNCERTAIN records of one slot, one").hasSize(1);
         // The process queue's slots, as the directory's restore reads them: the same three either way.
         before = scriptCalls();
-        List<UnsettledIndex.QueuedSlot> queued = byMaster.processSlots().collectList().block(WAIT);
+        List<UnsettledIndex.QueuedSlot> queued = byMaster.queuedSlots(RedisProcessQueue.PENDING_PREFIX).collectList().block(WAIT);
         long processCalls = scriptCalls() - before;
         assertThat(queued).extracting(UnsettledIndex.QueuedSlot::tag)
                 .containsExactly(SlotTags.ofSlot(100), SlotTags.ofSlot(6000), SlotTags.ofSlot(12000));
         assertThat(queued).extracting(UnsettledIndex.QueuedSlot::earliestPoll).containsOnly(1L);
-        assertThat(slotBySlot.processSlots().collectList().block(WAIT)).isEqualTo(queued);
+        assertThat(slotBySlot.queuedSlots(RedisProcessQueue.PENDING_PREFIX).collectList().block(WAIT)).isEqualTo(queued);
         assertThat(processCalls).isBetween(3L, 30L);
 
         System.out.printf("One count of the index on %d masters (median of 5, ms): slot by slot %d, by master %d%n",
