@@ -87,7 +87,7 @@ class OnboardingEndToEndIntegrationTest {
     }
 
     /**
-     * The docs' operator example goes on from the README's curl session: the lookup it shows (route and key, no
+     * The docs' operator example goes on from the README's curl session: the lookup it shows (operation and key, no
      * tenant, as the session sent) finds the record that session's first request made, under the hash it shows.
      */
     @Test
@@ -96,7 +96,7 @@ class OnboardingEndToEndIntegrationTest {
         String readmeBody = "{\"legalName\":\"ACME\",\"taxId\":\"ACME12345\",\"email\":\"a@acme.example\","
                 + "\"paymentMethods\":[\"CARD\",\"PIX\"]}";
         assertThat(create(readmeKey, readmeBody).block(Duration.ofSeconds(10)).getStatusCode().value()).isEqualTo(202);
-        String lookup = "/actuator/idempotency?route=onboarding-merchants&key=" + readmeKey;
+        String lookup = "/actuator/idempotency?operation=onboarding-merchants&key=" + readmeKey;
         String docs = Files.readString(Path.of("../../docs/operations/operator-api.md"));
         assertThat(docs).contains("localhost:9090" + lookup).contains("GwK3V1N9WAP7I5OKRJXLnaNSlEhxq6C2xE57Gp2Ipfk");
 
@@ -104,7 +104,8 @@ class OnboardingEndToEndIntegrationTest {
                 .headers(headers -> headers.setBasicAuth("operator", "local-operator"))
                 .retrieve().bodyToMono(JSON).block(Duration.ofSeconds(10));
         assertThat(record).containsEntry("scopeHash", "GwK3V1N9WAP7I5OKRJXLnaNSlEhxq6C2xE57Gp2Ipfk")
-                .containsEntry("route", "onboarding-merchants").containsEntry("state", "COMPLETED")
+                .containsEntry("route", "onboarding-merchants").containsEntry("operation", "onboarding-merchants")
+                .containsEntry("state", "COMPLETED")
                 .containsEntry("method", "POST").containsEntry("path", "/merchants");
 
         // Its merchant is created when the process ends: let it end here, not in the middle of another test's count.
