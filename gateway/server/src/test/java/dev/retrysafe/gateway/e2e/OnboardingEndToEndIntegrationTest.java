@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.onboarding.OnboardingBackendApplication;
 import dev.retrysafe.onboarding.OnboardingLedger;
@@ -244,7 +245,7 @@ class OnboardingEndToEndIntegrationTest {
     }
 
     static String recordKey(String key) {
-        return dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.recordKey(
+        return dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey(
                 new dev.retrysafe.gateway.idempotency.scope.IdempotencyScope("", "onboarding-merchants",
                         new dev.retrysafe.gateway.idempotency.key.IdempotencyKey(key)));
     }

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.faults;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.MisbehavingUpstream;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.equalTo;
@@ -135,7 +136,7 @@ class FaultToleranceIntegrationTest {
     }
 
     Mono<String> fieldLater(String routeId, String key, String field) {
-        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        String recordKey = RedisKeyspace.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
         return new ReactiveStringRedisTemplate(redisConnections).<String, String>opsForHash().get(recordKey, field)
                 .defaultIfEmpty("(none)").onErrorResume(e -> Mono.just("(redis unavailable)"));
     }

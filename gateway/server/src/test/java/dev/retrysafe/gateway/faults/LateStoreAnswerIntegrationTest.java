@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.faults;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.LateRedisReplies;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.exactly;
@@ -156,7 +157,7 @@ class LateStoreAnswerIntegrationTest {
     }
 
     static String field(String key, String field) {
-        return records.<String, String>opsForHash().get(RedisIdempotencyStore.recordKey(scope(key)), field)
+        return records.<String, String>opsForHash().get(RedisKeyspace.recordKey(scope(key)), field)
                 .defaultIfEmpty("(none)").block(Duration.ofSeconds(5));
     }
 }

@@ -8,6 +8,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
@@ -88,7 +89,7 @@ class SlowRedisIntegrationTest {
 
         // Replies flow again: the reservation nobody holds is released in the background.
         Flux.interval(Duration.ofMillis(50)).onBackpressureDrop()
-                .filterWhen(t -> records.hasKey(RedisIdempotencyStore.recordKey(scope(key))).map(exists -> !exists))
+                .filterWhen(t -> records.hasKey(RedisKeyspace.recordKey(scope(key))).map(exists -> !exists))
                 .next().timeout(Duration.ofSeconds(20), Mono.empty()).block();
         ResponseEntity<String> retry = send(gateway, "/merchants/slow-redis", key);
         assertThat(retry.getStatusCode().value()).as("the retry is forwarded, not refused").isEqualTo(201);

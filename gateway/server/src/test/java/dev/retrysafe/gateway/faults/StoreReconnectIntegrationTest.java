@@ -10,6 +10,7 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -122,7 +123,7 @@ class StoreReconnectIntegrationTest {
 
     /** Read around the proxy: the record the reserve made in Redis. */
     private void awaitRecord(String key) throws IOException, InterruptedException {
-        String record = RedisIdempotencyStore.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
+        String record = RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (!LocalRedisCluster.cli(redis.port(), "exists", record).equals("1")) {
             assertThat(System.nanoTime()).as("the reserve never reached Redis").isLessThan(deadline);
@@ -134,7 +135,7 @@ class StoreReconnectIntegrationTest {
      * that the retry meets whatever the gateway left.
      */
     private void awaitNotHeld(String key, Duration atMost) throws IOException, InterruptedException {
-        String record = RedisIdempotencyStore.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
+        String record = RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
         long deadline = System.nanoTime() + atMost.toNanos();
         while (System.nanoTime() < deadline
                 && LocalRedisCluster.cli(redis.port(), "hget", record, "state").equals("IN_FLIGHT")) {

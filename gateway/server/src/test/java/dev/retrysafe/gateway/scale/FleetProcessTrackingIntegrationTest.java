@@ -11,6 +11,7 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.support.GatewayProcess;
@@ -119,7 +120,7 @@ class FleetProcessTrackingIntegrationTest {
             String scopeHash = record.substring("idempotency:{".length(), record.length() - 1);
             long claimedUntil = claimedUntil(redisPorts, scopeHash);
             if (directoryLost) {
-                cli(redisPorts, "del", RedisProcessQueue.DIRECTORY_KEY);
+                cli(redisPorts, "del", RedisKeyspace.PROCESSES.directory());
             }
             status("COMPLETED");
             long ended = System.currentTimeMillis();
@@ -188,7 +189,7 @@ class FleetProcessTrackingIntegrationTest {
 
     /** When the claim on the process's next poll ends, if one was held when A died (else 0). */
     private static long claimedUntil(List<Integer> ports, String scopeHash) throws Exception {
-        String score = cli(ports, "zscore", RedisProcessQueue.pendingKey(scopeHash), scopeHash);
+        String score = cli(ports, "zscore", RedisKeyspace.PROCESSES.queueKey(scopeHash), scopeHash);
         long now = Long.parseLong(cli(ports, "time").lines().findFirst().orElseThrow()) * 1000;
         long at = score.isBlank() ? 0 : (long) Double.parseDouble(score);
         // A due time further away than the longest delay can only be a claim.

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.scale;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
@@ -76,7 +77,7 @@ class RedisClusterFailoverIntegrationTest {
     }
 
     static String recordKey(String key) {
-        return RedisIdempotencyStore.recordKey(scope(key));
+        return RedisKeyspace.recordKey(scope(key));
     }
 
     @Test
@@ -139,10 +140,10 @@ class RedisClusterFailoverIntegrationTest {
 
     /** Another record in the same Cluster slot. */
     private static IdempotencyScope scopeInTheSlotOf(IdempotencyScope scope) {
-        int slot = SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope));
+        int slot = SlotHash.getSlot(RedisKeyspace.recordKey(scope));
         while (true) {
             IdempotencyScope candidate = scope(UUID.randomUUID().toString());
-            if (SlotHash.getSlot(RedisIdempotencyStore.recordKey(candidate)) == slot) {
+            if (SlotHash.getSlot(RedisKeyspace.recordKey(candidate)) == slot) {
                 return candidate;
             }
         }

@@ -10,6 +10,7 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
@@ -149,7 +150,7 @@ class RedisClusterIntegrationTest {
                     Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
             store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(Duration.ofSeconds(10));
             uncertain.add(scope.hash());
-            masters.add(cluster.ownerOf(RedisIdempotencyStore.recordKey(scope)));
+            masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
         }
         assertThat(masters).as("records on every master").hasSize(3);
 
@@ -175,7 +176,7 @@ class RedisClusterIntegrationTest {
                 .map(t -> upstream.countRequestsMatching(postRequestedFor(urlEqualTo("/merchants/moving")).build()).getCount())
                 .filter(n -> n > 0).next().block(Duration.ofSeconds(10));
 
-        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
+        String recordKey = RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
         int before = cluster.ownerOf(recordKey);
         int target = cluster.ports().stream().filter(p -> p != before).findFirst().orElseThrow();
         cluster.moveSlotOf(recordKey, target);
@@ -286,7 +287,7 @@ class RedisClusterIntegrationTest {
             Mono<Void> woken = waiter.settled().cache();
             woken.subscribe();
 
-            String recordKey = RedisIdempotencyStore.recordKey(scope);
+            String recordKey = RedisKeyspace.recordKey(scope);
             int before = cluster.ownerOf(recordKey);
             int target = cluster.ports().stream().filter(p -> p != before).findFirst().orElseThrow();
             cluster.moveSlotOf(recordKey, target, betweenMasters == null ? null : betweenMasters.of(before));

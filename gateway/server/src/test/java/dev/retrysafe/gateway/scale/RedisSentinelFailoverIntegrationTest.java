@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.scale;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -74,7 +75,7 @@ class RedisSentinelFailoverIntegrationTest {
     }
 
     static String recordOf(String key) {
-        return RedisIdempotencyStore.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
+        return RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
     }
 
     @Test
@@ -100,11 +101,11 @@ class RedisSentinelFailoverIntegrationTest {
         }
         assertThat(LocalRedisSentinel.connectionsNamed(old, CLIENT_NAME))
                 .as("the gateway's connections left on the old master").isZero();
-        while (!LocalRedisCluster.cli(promoted, "pubsub", "numsub", WakeUpChannel.CLASSIC_CHANNEL).endsWith("\n1")
+        while (!LocalRedisCluster.cli(promoted, "pubsub", "numsub", RedisKeyspace.CLASSIC_CHANNEL).endsWith("\n1")
                 && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
-        assertThat(LocalRedisCluster.cli(promoted, "pubsub", "numsub", WakeUpChannel.CLASSIC_CHANNEL))
+        assertThat(LocalRedisCluster.cli(promoted, "pubsub", "numsub", RedisKeyspace.CLASSIC_CHANNEL))
                 .as("the wake-up subscription on the new master").endsWith("\n1");
         assertThat(LocalRedisSentinel.isMaster(old))
                 .as("all of it while the old master still took writes (before Sentinel converted it)").isTrue();

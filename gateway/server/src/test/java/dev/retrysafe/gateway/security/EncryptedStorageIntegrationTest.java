@@ -8,6 +8,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
@@ -192,7 +193,7 @@ class EncryptedStorageIntegrationTest {
 
     /** The Redis key of the record for this tenant (through the header) and key. */
     private static String scope(String tenant, String key) {
-        return RedisIdempotencyStore.recordKey(scopeHash(tenant, key));
+        return RedisKeyspace.recordKey(scopeHash(tenant, key));
     }
 
     private static String scopeHash(String tenant, String key) {

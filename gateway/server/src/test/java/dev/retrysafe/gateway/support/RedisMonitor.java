@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.support;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -80,10 +81,10 @@ public final class RedisMonitor implements AutoCloseable {
                 // The fleet's process polling looks at its directory once per tick, and now and then restores it
                 // from the slots, whatever the requests do: not theirs, nor are the commands its scripts run.
                 if (!line.contains(" lua]")) {
-                    inBackgroundScript = line.contains("\"" + RedisProcessQueue.DIRECTORY_KEY + "\" \"claim\"")
-                            || line.contains("\"" + RedisProcessQueue.DIRECTORY_KEY + "\" \"restore\"")
+                    inBackgroundScript = line.contains("\"" + RedisKeyspace.PROCESSES.directory() + "\" \"claim\"")
+                            || line.contains("\"" + RedisKeyspace.PROCESSES.directory() + "\" \"restore\"")
                             || line.contains("\"processes\" \"idempotency:{\"")
-                            || line.contains(RedisProcessQueue.RESTORE_TURN_KEY);
+                            || line.contains(RedisKeyspace.PROCESSES.restoreTurn());
                 }
                 if (!inBackgroundScript) {
                     commands.add(line);

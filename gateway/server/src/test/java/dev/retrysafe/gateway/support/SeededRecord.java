@@ -1,9 +1,9 @@
 package dev.retrysafe.gateway.support;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
-import dev.retrysafe.gateway.idempotency.store.redis.SlotTags;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -57,9 +57,9 @@ public record SeededRecord(String tenant, String operation, @Nullable String rou
         fields.put("path", bytes(path));
         fields.put("uncertain_at", bytes(Long.toString(now - 110_000)));
         fields.put("uncertain_reason", bytes("seeded by the test"));
-        String recordKey = RedisIdempotencyStore.recordKey(scopeHash);
+        String recordKey = RedisKeyspace.recordKey(scopeHash);
         // The index key of the record's slot, as UnsettledIndex names it (package-private there).
-        String uncertainIndex = "idempotency-uncertain:{" + SlotTags.sameSlotAs(scopeHash) + "}";
+        String uncertainIndex = "idempotency-uncertain:{" + RedisKeyspace.slotTag(scopeHash) + "}";
         redis.<String, byte[]>opsForHash().putAll(recordKey, fields)
                 .then(redis.expire(recordKey, Duration.ofHours(1)))
                 .then(redis.opsForZSet().add(uncertainIndex, bytes(scopeHash), now - 110_000))

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -7,7 +8,6 @@ import dev.retrysafe.gateway.idempotency.store.redis.RedisProcessQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisReconcileQueue;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
-import dev.retrysafe.gateway.idempotency.store.redis.SlotTags;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
@@ -134,7 +134,7 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
      */
     @Override
     protected void deliverWakeUps() {
-        String marker = SlotTags.sameSlotAs(scope.hash());
+        String marker = RedisKeyspace.slotTag(scope.hash());
         try (SettleWaiter waiter = wakeUps.register(marker)) {
             waiter.listening().block(WAIT);
             WakeUpChannel channel = wakeUps.channel().block(WAIT);

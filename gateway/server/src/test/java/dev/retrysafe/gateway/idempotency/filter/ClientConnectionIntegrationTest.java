@@ -7,6 +7,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
@@ -170,14 +171,14 @@ class ClientConnectionIntegrationTest extends GatewayFilterTestBase {
     }
 
     private String recordState(String routeId, String key) {
-        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        String recordKey = RedisKeyspace.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
         return redis.<String, String>opsForHash().get(recordKey, "state").defaultIfEmpty("(none)")
                 .block(Duration.ofSeconds(5));
     }
 
     /** The whole record, for a failure message: its lease, attempts and reason tell which path left it. */
     private Map<String, String> record(String routeId, String key) {
-        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        String recordKey = RedisKeyspace.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
         Map<String, String> fields = new java.util.TreeMap<>();
         redis.<String, String>opsForHash().entries(recordKey)
                 .filter(entry -> !entry.getKey().equals("body"))

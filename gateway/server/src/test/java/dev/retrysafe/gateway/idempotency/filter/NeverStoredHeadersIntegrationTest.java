@@ -8,6 +8,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
@@ -119,7 +120,7 @@ class NeverStoredHeadersIntegrationTest extends GatewayFilterTestBase {
                 equalTo(route.key())));
 
         String scopeHash = new IdempotencyScope("", route.id(), new IdempotencyKey(route.key())).hash();
-        String raw = new String(rawResponse(RedisIdempotencyStore.recordKey(scopeHash)), StandardCharsets.ISO_8859_1);
+        String raw = new String(rawResponse(RedisKeyspace.recordKey(scopeHash)), StandardCharsets.ISO_8859_1);
         assertThat(raw).as("raw record").contains("X-Kept").doesNotContain(value);
         RecordView stored = records.find(scopeHash, true).block(Duration.ofSeconds(5));
         assertThat(stored.response().headers()).extracting(h -> h.get(0).toLowerCase(Locale.ROOT))

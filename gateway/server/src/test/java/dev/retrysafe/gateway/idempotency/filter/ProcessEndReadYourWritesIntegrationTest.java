@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.WritePausedRedis;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
@@ -69,7 +70,7 @@ class ProcessEndReadYourWritesIntegrationTest extends GatewayFilterTestBase {
                     .expectStatus().isOk().expectBody().jsonPath("$.status").isEqualTo("COMPLETED");
 
             assertThat(events.count("process-end-unrecorded")).isEqualTo(before + 1);
-            String record = RedisIdempotencyStore.recordKey(
+            String record = RedisKeyspace.recordKey(
                     new IdempotencyScope("", "process", new IdempotencyKey(key)));
             assertThat(paused.hget(record, "process_state")).isNotEqualTo("ENDED");
         }
@@ -93,7 +94,7 @@ class ProcessEndReadYourWritesIntegrationTest extends GatewayFilterTestBase {
                 .expectStatus().isEqualTo(202);
         // The 202 reaches the client while the gateway stores it and links the process: a status read before the
         // link exists would find no record to end.
-        String link = RedisIdempotencyStore.PROCESS_KEY_PREFIX + "process:" + processId;
+        String link = RedisKeyspace.PROCESS_LINK_PREFIX + "process:" + processId;
         Flux.interval(Duration.ofMillis(20)).onBackpressureDrop().concatMap(tick -> redis.hasKey(link))
                 .filter(Boolean::booleanValue).next().block(Duration.ofSeconds(10));
         return key;

@@ -9,6 +9,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
@@ -34,7 +35,7 @@ class ProcessPollingIntegrationTest extends GatewayFilterTestBase {
 
         client.post().uri("/proc/merchants").header("Idempotency-Key", key).bodyValue("x").exchange()
                 .expectStatus().isEqualTo(202);
-        String record = RedisIdempotencyStore.recordKey(new IdempotencyScope("", "process", new IdempotencyKey(key)));
+        String record = RedisKeyspace.recordKey(new IdempotencyScope("", "process", new IdempotencyKey(key)));
         client.post().uri("/proc/merchants").header("Idempotency-Key", key).bodyValue("x").exchange()
                 .expectStatus().isOk().expectHeader().valueEquals("Retry-After", "1");
 

@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.RawHttpClient;
 import static com.github.tomakehurst.wiremock.client.WireMock.anyRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.anyUrl;
@@ -125,7 +126,7 @@ class RequestFramingIntegrationTest extends GatewayFilterTestBase {
     }
 
     private boolean recordExists(String routeId, String key) {
-        String recordKey = RedisIdempotencyStore.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
+        String recordKey = RedisKeyspace.recordKey(new IdempotencyScope("", routeId, new IdempotencyKey(key)));
         return Boolean.TRUE.equals(redis.hasKey(recordKey).block(Duration.ofSeconds(5)));
     }
 }

@@ -7,6 +7,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -59,9 +60,9 @@ class ScopeAndRetentionIntegrationTest extends GatewayFilterTestBase {
                 .collectList().block(Duration.ofSeconds(5));
         assertThat(keys).isNotEmpty().allSatisfy(k -> assertThat(k).startsWith("idempotency")
                 .doesNotContain(key).doesNotContain(tenant));
-        assertThat(keys).filteredOn(k -> k.startsWith(RedisIdempotencyStore.PROCESS_KEY_PREFIX)).allSatisfy(k ->
+        assertThat(keys).filteredOn(k -> k.startsWith(RedisKeyspace.PROCESS_LINK_PREFIX)).allSatisfy(k ->
                 assertThat(redis.opsForValue().get(k).block()).doesNotContain(key).doesNotContain(tenant));
-        assertThat(keys).filteredOn(k -> k.startsWith(RedisIdempotencyStore.KEY_PREFIX)).isNotEmpty().allSatisfy(k -> {
+        assertThat(keys).filteredOn(k -> k.startsWith(RedisKeyspace.RECORD_PREFIX)).isNotEmpty().allSatisfy(k -> {
             Map<String, byte[]> fields = Flux.from(redisConnectionFactory.getReactiveConnection().hashCommands()
                             .hGetAll(java.nio.ByteBuffer.wrap(k.getBytes(StandardCharsets.UTF_8))))
                     .collectMap(e -> StandardCharsets.UTF_8.decode(e.getKey()).toString(),
@@ -110,7 +111,7 @@ class ScopeAndRetentionIntegrationTest extends GatewayFilterTestBase {
     /** The record key for a request, found through the scope hash the store uses. */
     private String onlyRecordFor(String path, String key) {
         String routeId = path.startsWith("/merchants") ? "onboarding" : "short-retention";
-        return RedisIdempotencyStore.recordKey(new dev.retrysafe.gateway.idempotency.scope.IdempotencyScope("",
+        return RedisKeyspace.recordKey(new dev.retrysafe.gateway.idempotency.scope.IdempotencyScope("",
                 routeId, new dev.retrysafe.gateway.idempotency.key.IdempotencyKey(key)));
     }
 }

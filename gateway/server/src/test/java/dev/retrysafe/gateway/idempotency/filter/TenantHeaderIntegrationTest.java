@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.filter;
 
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.any;
@@ -48,7 +49,7 @@ class TenantHeaderIntegrationTest extends GatewayFilterTestBase {
         upstream.verify(exactly(0), anyRequestedFor(anyUrl()));
         for (String tenant : List.of("", "header:", "header:acme", "header:globex", "header:acme,globex",
                 "header:acme, globex", "header:acme,acme, globex", "header:,acme")) {
-            String record = RedisIdempotencyStore.recordKey(
+            String record = RedisKeyspace.recordKey(
                     new IdempotencyScope(tenant, "onboarding", new IdempotencyKey(key)));
             assertThat(redis.hasKey(record).block(Duration.ofSeconds(5))).as("record for %s", tenant).isFalse();
         }

@@ -1,5 +1,11 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.processLinkKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.releasedOwnersKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
@@ -41,9 +47,6 @@ import reactor.core.publisher.Mono;
  */
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyStore.class);
-    public static final String KEY_PREFIX = "idempotency:";
-    public static final String PROCESS_KEY_PREFIX = "idempotency-process:";
-    public static final String RELEASED_OWNERS_KEY_PREFIX = "idempotency-released-owners:";
     /**
      * How long, at least, a scope remembers the owners released from it, when nothing else says (the
      * auto-configuration passes {@link #releasedOwnersTtl(Duration)} of the gateway's in-flight lease).
@@ -108,22 +111,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.replicaAcks = replicaAcks;
     }
 
-    public static String recordKey(IdempotencyScope scope) {
-        return recordKey(scope.hash());
-    }
-
-    public static String recordKey(String scopeHash) {
-        return KEY_PREFIX + "{" + scopeHash + "}";
-    }
-
-    /**
-     * The owners released from the scope (a hash: owner token to how it was released), whose late reserve or
-     * complete is refused: in the record's hash tag, so in its Cluster slot.
-     */
-    public static String releasedOwnersKey(String scopeHash) {
-        return RELEASED_OWNERS_KEY_PREFIX + "{" + scopeHash + "}";
-    }
-
     /**
      * How long a scope remembers an owner released from it: a reserve of that owner that lands later creates a
      * record nobody holds. A reserve lands after its release only while it is still on its way: re-sent by Lettuce
@@ -134,11 +121,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     public static Duration releasedOwnersTtl(Duration inFlightLease) {
         return inFlightLease.compareTo(RELEASED_OWNERS_TTL) > 0 ? inFlightLease : RELEASED_OWNERS_TTL;
-    }
-
-    /** By the record's operation (the route id, on a route that names none, as before operations existed). */
-    static String processKey(String operation, String processId) {
-        return PROCESS_KEY_PREFIX + operation + ":" + processId;
     }
 
     @Override
@@ -213,9 +195,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     private static List<String> reserveKeys(IdempotencyScope scope) {
-        return List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
-                UnsettledIndex.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()),
-                RedisReconcileQueue.queueKey(scope.hash()));
+        return List.of(recordKey(scope), RedisKeyspace.inFlightKey(scope.hash()),
+                RedisKeyspace.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()),
+                RedisKeyspace.LOOKUPS.queueKey(scope.hash()));
     }
 
     @Override
@@ -234,19 +216,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
         List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
-                bytes(SlotTags.sameSlotAs(scope.hash())));
+                bytes(RedisKeyspace.slotTag(scope.hash())));
         return complete(c, args(before, wakeUps.scriptArgs(scope.hash()), after));
     }
 
     private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
         IdempotencyScope scope = c.scope();
-        List<String> slotKeys = List.of(recordKey(scope), RedisProcessQueue.pendingKey(scope.hash()),
-                UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash()),
+        List<String> slotKeys = List.of(recordKey(scope), RedisKeyspace.PROCESSES.queueKey(scope.hash()),
+                RedisKeyspace.inFlightKey(scope.hash()), RedisKeyspace.uncertainKey(scope.hash()),
                 releasedOwnersKey(scope.hash()));
         if (c.processId().isEmpty()) {
             return store(scope, slotKeys, args);
         }
-        String link = processKey(scope.operation(), c.processId().get());
+        String link = processLinkKey(scope.operation(), c.processId().get());
         return connection().flatMap(connection -> connection.cluster()
                 ? completeOnCluster(connection, c, slotKeys, link, args)
                 : store(scope, withDirectoryAndLink(slotKeys, link), args));
@@ -255,7 +237,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** One step on one Redis: the record, its process queued, linked, and its slot in the fleet's directory. */
     private static List<String> withDirectoryAndLink(List<String> slotKeys, String link) {
         List<String> keys = new ArrayList<>(slotKeys);
-        keys.add(RedisProcessQueue.DIRECTORY_KEY);
+        keys.add(RedisKeyspace.PROCESSES.directory());
         keys.add(link);
         return keys;
     }
@@ -308,15 +290,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         return settle(scope, script(RELEASE, List.of(recordKey(scope), releasedOwnersKey(scope.hash()),
-                        UnsettledIndex.inFlightKey(scope.hash()), UnsettledIndex.uncertainKey(scope.hash())),
+                        RedisKeyspace.inFlightKey(scope.hash()), RedisKeyspace.uncertainKey(scope.hash())),
                         args(List.of(bytes(owner.value())), wakeUps.scriptArgs(scope.hash()),
                                 List.of(millis(releasedOwnersTtl)))), RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
-        return settle(scope, script(UNCERTAIN, List.of(recordKey(scope), UnsettledIndex.inFlightKey(scope.hash()),
-                        UnsettledIndex.uncertainKey(scope.hash()), RedisReconcileQueue.queueKey(scope.hash())),
+        return settle(scope, script(UNCERTAIN, List.of(recordKey(scope), RedisKeyspace.inFlightKey(scope.hash()),
+                        RedisKeyspace.uncertainKey(scope.hash()), RedisKeyspace.LOOKUPS.queueKey(scope.hash())),
                         args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)),
                                 wakeUps.scriptArgs(scope.hash()), List.of())))
                 // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
@@ -338,10 +320,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention) {
-        return connection().flatMap(r -> r.get(processKey(operation, processId)))
+        return connection().flatMap(r -> r.get(processLinkKey(operation, processId)))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
                 .flatMap(scopeHash -> this.<Long>script(PROCESS_ENDED,
-                        List.of(recordKey(scopeHash), RedisProcessQueue.pendingKey(scopeHash)),
+                        List.of(recordKey(scopeHash), RedisKeyspace.PROCESSES.queueKey(scopeHash)),
                         List.of(bytes(processId), bytes(terminalValue), millis(retention), bytes(scopeHash))))
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
@@ -409,10 +391,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprints, response, processEnded));
     }
 
-    private static String text(Object element) {
-        return element instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(element);
-    }
-
     /** A script's arguments: those before its wake-up arguments, the wake-up's three, those after. */
     static List<byte[]> args(List<byte[]> before, List<byte[]> wakeUp, List<byte[]> after) {
         List<byte[]> args = new ArrayList<>(before.size() + wakeUp.size() + after.size());
@@ -420,13 +398,5 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         args.addAll(wakeUp);
         args.addAll(after);
         return args;
-    }
-
-    private static byte[] millis(Duration duration) {
-        return bytes(Long.toString(Math.max(1, duration.toMillis())));
-    }
-
-    static byte[] bytes(String value) {
-        return value.getBytes(StandardCharsets.UTF_8);
     }
 }

@@ -32,11 +32,11 @@ final class RedisMasters {
 
     Flux<Master> list() {
         if (!cluster) {
-            return Flux.just(new Master(singleName, SlotTags.ofSlot(0), null));
+            return Flux.just(new Master(singleName, RedisKeyspace.slotTagOf(0), null));
         }
         return onCluster(ReactiveRedisClusterConnection::clusterGetNodes)
                 .filter(node -> node.isMaster() && node.getSlotRange().getSlotsArray().length > 0)
-                .map(node -> new Master(node.asString(), SlotTags.ofSlot(node.getSlotRange().getSlotsArray()[0]),
+                .map(node -> new Master(node.asString(), RedisKeyspace.slotTagOf(node.getSlotRange().getSlotsArray()[0]),
                         node));
     }
 

@@ -1,6 +1,8 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.MEMORY_MARKER_PREFIX;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.memoryMarkerKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 
 import dev.retrysafe.gateway.idempotency.background.PeriodicRounds;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisMasters.Master;
@@ -39,7 +41,6 @@ import reactor.core.publisher.Mono;
  * marker is never a loss, so a fresh Redis (or a loss while this instance could not see Redis) is not reported.
  */
 public final class RedisMemoryWatch implements SmartLifecycle {
-    static final String MARKER_PREFIX = "idempotency-memory:";
     static final String NO_EVICTION = "noeviction";
     static final String DOCS = "docs/operations/redis.md";
     private static final RedisScript<byte[]> MARKER = LuaScripts.load("idempotency_memory_marker.lua", byte[].class);
@@ -222,7 +223,7 @@ public final class RedisMemoryWatch implements SmartLifecycle {
     }
 
     static String markerKey(Master master) {
-        return MARKER_PREFIX + "{" + master.tag() + "}";
+        return memoryMarkerKey(master.tag());
     }
 
     /** CONFIG GET and INFO on a Cluster node may prefix the names with the node: either is accepted. */

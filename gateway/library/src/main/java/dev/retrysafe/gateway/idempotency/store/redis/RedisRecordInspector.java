@@ -75,7 +75,7 @@ public final class RedisRecordInspector implements RecordInspector {
 
     @Override
     public Mono<RecordView> find(String scopeHash, boolean includeBody) {
-        return view(RedisIdempotencyStore.recordKey(scopeHash), scopeHash, includeBody);
+        return view(RedisKeyspace.recordKey(scopeHash), scopeHash, includeBody);
     }
 
     /**
@@ -90,11 +90,11 @@ public final class RedisRecordInspector implements RecordInspector {
                 ? index.list(CANDIDATES_PER_STATE)
                         .filter(member -> filter.states().contains(member.state()))
                         // A few lookups at once so that Lettuce pipelines them; the order stays the index's.
-                        .flatMapSequential(member -> view(RedisIdempotencyStore.recordKey(member.scopeHash()),
+                        .flatMapSequential(member -> view(RedisKeyspace.recordKey(member.scopeHash()),
                                 member.scopeHash(), false), 16)
-                : redis.scan(ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+                : redis.scan(ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                                 .build())
-                        .concatMap(key -> view(key, key.substring(RedisIdempotencyStore.KEY_PREFIX.length() + 1,
+                        .concatMap(key -> view(key, key.substring(RedisKeyspace.RECORD_PREFIX.length() + 1,
                                 key.length() - 1), false));
         return candidates
                 .filter(v -> filter.states().contains(v.state()))
@@ -122,7 +122,7 @@ public final class RedisRecordInspector implements RecordInspector {
     }
 
     private Mono<OptionalLong> recordKeys(long maxRecords) {
-        ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+        ScanOptions records = ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                 .build();
         return redis.scan(records).take(Math.min(maxRecords, Long.MAX_VALUE - 1) + 1).count()
                 .map(keys -> keys > maxRecords ? OptionalLong.empty() : OptionalLong.of(keys));
@@ -135,10 +135,10 @@ public final class RedisRecordInspector implements RecordInspector {
      */
     @Override
     public Mono<String> release(String scopeHash) {
-        List<String> keys = List.of(RedisIdempotencyStore.recordKey(scopeHash), UnsettledIndex.inFlightKey(scopeHash),
-                UnsettledIndex.uncertainKey(scopeHash), RedisIdempotencyStore.releasedOwnersKey(scopeHash));
+        List<String> keys = List.of(RedisKeyspace.recordKey(scopeHash), RedisKeyspace.inFlightKey(scopeHash),
+                RedisKeyspace.uncertainKey(scopeHash), RedisKeyspace.releasedOwnersKey(scopeHash));
         return redis.execute(RELEASE, keys, RedisIdempotencyStore.args(List.of(), wakeUps.scriptArgs(scopeHash),
-                        List.of(RedisIdempotencyStore.bytes(Long.toString(Math.max(1, releasedOwnersTtl.toMillis()))))))
+                        List.of(RedisKeyspace.bytes(Long.toString(Math.max(1, releasedOwnersTtl.toMillis()))))))
                 .next()
                 .map(previous -> new String(previous, StandardCharsets.UTF_8))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
@@ -148,9 +148,9 @@ public final class RedisRecordInspector implements RecordInspector {
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
         List<byte[]> before = List.of(codec.encode(response, scopeHash),
-                RedisIdempotencyStore.bytes(Integer.toString(response.status())),
-                RedisIdempotencyStore.bytes(Long.toString(retention.toMillis())),
-                RedisIdempotencyStore.bytes(who), RedisIdempotencyStore.bytes(why));
+                RedisKeyspace.bytes(Integer.toString(response.status())),
+                RedisKeyspace.bytes(Long.toString(retention.toMillis())),
+                RedisKeyspace.bytes(who), RedisKeyspace.bytes(why));
         return redis.execute(COMPLETE, indexedKeys(scopeHash),
                         RedisIdempotencyStore.args(before, wakeUps.scriptArgs(scopeHash), List.of())).next()
                 .map(previous -> new String(previous, StandardCharsets.UTF_8))
@@ -159,8 +159,8 @@ public final class RedisRecordInspector implements RecordInspector {
 
     /** The record and the index entries a settlement removes it from, all in the record's slot. */
     private static List<String> indexedKeys(String scopeHash) {
-        return List.of(RedisIdempotencyStore.recordKey(scopeHash), UnsettledIndex.inFlightKey(scopeHash),
-                UnsettledIndex.uncertainKey(scopeHash));
+        return List.of(RedisKeyspace.recordKey(scopeHash), RedisKeyspace.inFlightKey(scopeHash),
+                RedisKeyspace.uncertainKey(scopeHash));
     }
 
     private Mono<RecordView> view(String key, String scopeHash, boolean includeBody) {

@@ -38,7 +38,7 @@ final class RedisSettleSubscription implements SmartLifecycle {
         // startup delays the wake-ups instead of failing the gateway.
         subscription = Flux.defer(() -> {
                     ReactiveRedisMessageListenerContainer container = new ReactiveRedisMessageListenerContainer(connectionFactory);
-                    return container.receiveLater(ChannelTopic.of(WakeUpChannel.CLASSIC_CHANNEL))
+                    return container.receiveLater(ChannelTopic.of(RedisKeyspace.CLASSIC_CHANNEL))
                             .doOnNext(messages -> subscribed.tryEmitEmpty())
                             .flatMapMany(messages -> messages)
                             .doFinally(signal -> container.destroyLater().subscribe(null, e -> { }));

@@ -99,7 +99,7 @@ final class ShardSubscriptions implements AutoCloseable {
      * already was), from when on every wake-up published in the slot reaches this instance.
      */
     Lease listen(String scopeHash) {
-        String tag = SlotTags.sameSlotAs(scopeHash);
+        String tag = RedisKeyspace.slotTag(scopeHash);
         synchronized (this) {
             Slot slot = slots.computeIfAbsent(tag, Slot::new);
             slot.leases++;
@@ -124,7 +124,7 @@ final class ShardSubscriptions implements AutoCloseable {
 
     /** Under the lock. */
     private Mono<Void> subscribe(Slot slot) {
-        String channel = WakeUpChannel.shardChannelOfTag(slot.tag);
+        String channel = RedisKeyspace.shardChannelOfTag(slot.tag);
         Mono<Void> attempt = connection
                 .flatMap(pubSub -> Mono.fromCompletionStage(pubSub.async().ssubscribe(channel)))
                 .then().cache();
@@ -165,7 +165,7 @@ final class ShardSubscriptions implements AutoCloseable {
 
     /** Redis said the channel is no longer subscribed: in answer to ours, or because the slot left its master. */
     private synchronized void dropped(String channel) {
-        String tag = WakeUpChannel.tagOfShardChannel(channel);
+        String tag = RedisKeyspace.tagOfShardChannel(channel);
         Slot slot = tag == null ? null : slots.get(tag);
         // Ours removed the slot before it was sent; one racing a newer SSUBSCRIBE finds it unacknowledged.
         if (slot == null || !slot.acknowledged) {
@@ -212,7 +212,7 @@ final class ShardSubscriptions implements AutoCloseable {
         slots.remove(slot.tag);
         StatefulRedisPubSubConnection<String, String> pubSub = connected;
         if (slot.subscription != null && pubSub != null && pubSub.isOpen()) {
-            pubSub.async().sunsubscribe(WakeUpChannel.shardChannelOfTag(slot.tag));
+            pubSub.async().sunsubscribe(RedisKeyspace.shardChannelOfTag(slot.tag));
         }
     }
 

@@ -1,6 +1,12 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.UNSETTLED_BACKFILLED_KEY;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.UNCERTAIN_PREFIX;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.IN_FLIGHT_PREFIX;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.uncertainKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.inFlightKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 
 import dev.retrysafe.gateway.idempotency.operator.RecordAges;
 import dev.retrysafe.gateway.idempotency.operator.RecordCounts;
@@ -32,8 +38,6 @@ import reactor.core.publisher.Mono;
  */
 final class UnsettledIndex {
     private static final Logger log = LoggerFactory.getLogger(UnsettledIndex.class);
-    static final String IN_FLIGHT_PREFIX = "idempotency-in-flight:";
-    static final String UNCERTAIN_PREFIX = "idempotency-uncertain:";
     static final int SLOTS_PER_CALL = 1024;
     private static final int CALLS_IN_FLIGHT = 32;
     /** Calls of slot runs at once on a Cluster; a run read slot by slot has {@link #CALLS_IN_FLIGHT} of its own. */
@@ -44,9 +48,7 @@ final class UnsettledIndex {
     private static final RedisScript<List> UNSETTLED_BY_MASTER = LuaScripts.load("idempotency_unsettled_by_master.lua",
             List.class);
     private static final RedisScript<Long> BACKFILL = LuaScripts.load("idempotency_unsettled_backfill.lua", Long.class);
-    private static final byte[] RECORD_PREFIX = bytes(RedisIdempotencyStore.KEY_PREFIX + "{");
-    /** Set once the records of a version without the index have been put in it: the fleet does that once. */
-    static final String BACKFILLED_KEY = "idempotency-unsettled-index:backfilled";
+    private static final byte[] RECORD_PREFIX = bytes(RedisKeyspace.RECORD_PREFIX + "{");
 
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final Reads reads;
@@ -80,14 +82,6 @@ final class UnsettledIndex {
         BY_MASTER
     }
 
-    static String inFlightKey(String scopeHash) {
-        return IN_FLIGHT_PREFIX + "{" + SlotTags.sameSlotAs(scopeHash) + "}";
-    }
-
-    static String uncertainKey(String scopeHash) {
-        return UNCERTAIN_PREFIX + "{" + SlotTags.sameSlotAs(scopeHash) + "}";
-    }
-
     /**
      * IN_FLIGHT, UNCERTAIN, pending (IN_FLIGHT reserved more than {@code pendingAfter} ago) and pending processes,
      * over every slot, with the age of the oldest of each kind by each master's clock. The COMPLETED count is not
@@ -95,7 +89,7 @@ final class UnsettledIndex {
      */
     Mono<RecordCounts> count(Duration pendingAfter) {
         return backfilled().thenMany(calls(List.of(bytes("count"), RECORD_PREFIX,
-                        bytes(Long.toString(pendingAfter.toMillis()))), RedisProcessQueue.PENDING_PREFIX))
+                        bytes(Long.toString(pendingAfter.toMillis()))), RedisKeyspace.PROCESSES.queuePrefix()))
                 .reduce(new long[7], (sum, reply) -> {
                     // Counts add up; of the ages (ms), the oldest is kept.
                     for (int i = 0; i < 4; i++) {
@@ -114,7 +108,7 @@ final class UnsettledIndex {
     /** The scope hashes of up to {@code perState} IN_FLIGHT and UNCERTAIN records, oldest first within a slot. */
     Flux<Member> list(int perState) {
         return backfilled().thenMany(calls(List.of(bytes("list"), RECORD_PREFIX, bytes(Integer.toString(perState))),
-                        RedisProcessQueue.PENDING_PREFIX))
+                        RedisKeyspace.PROCESSES.queuePrefix()))
                 .concatMapIterable(reply -> {
                     // {IN_FLIGHT..., '', UNCERTAIN...}, or that once per slot, each closed by another '' (by master).
                     List<Member> members = new ArrayList<>();
@@ -158,16 +152,16 @@ final class UnsettledIndex {
         if (backfilled.get()) {
             return Mono.empty();
         }
-        return redis.hasKey(BACKFILLED_KEY).flatMap(done -> done ? Mono.<Void>empty() : backfill())
+        return redis.hasKey(UNSETTLED_BACKFILLED_KEY).flatMap(done -> done ? Mono.<Void>empty() : backfill())
                 .then(Mono.fromRunnable(() -> backfilled.set(true)));
     }
 
     private Mono<Void> backfill() {
-        ScanOptions records = ScanOptions.scanOptions().match(RedisIdempotencyStore.KEY_PREFIX + "{*").count(1000)
+        ScanOptions records = ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                 .build();
         return redis.scan(records)
                 .flatMap(key -> {
-                    String scopeHash = key.substring(RedisIdempotencyStore.KEY_PREFIX.length() + 1, key.length() - 1);
+                    String scopeHash = key.substring(RedisKeyspace.RECORD_PREFIX.length() + 1, key.length() - 1);
                     return redis.execute(BACKFILL, List.of(key, inFlightKey(scopeHash), uncertainKey(scopeHash)),
                             List.of(bytes(scopeHash))).next();
                 }, 16)
@@ -177,7 +171,7 @@ final class UnsettledIndex {
                         log.info("Index of unsettled records: {} records left unsettled by an earlier version added",
                                 added);
                     }
-                    return redis.opsForValue().set(BACKFILLED_KEY, bytes("1"));
+                    return redis.opsForValue().set(UNSETTLED_BACKFILLED_KEY, bytes("1"));
                 })
                 .then();
     }
@@ -185,7 +179,7 @@ final class UnsettledIndex {
     /** One reply per call, in slot order: what the slots' parts of the index say, as the scripts return it. */
     /** @param queuePrefix the per-slot queue read beside the two indexes (the scripts' third key of a slot) */
     private Flux<List<Object>> calls(List<byte[]> args, String queuePrefix) {
-        List<String> tags = SlotTags.all();
+        List<String> tags = RedisKeyspace.allSlotTags();
         return switch (reads) {
             case SINGLE_REDIS -> slotCalls(tags, SLOTS_PER_CALL, args, queuePrefix);
             case SLOT_BY_SLOT -> slotCalls(tags, 1, args, queuePrefix);
@@ -258,7 +252,7 @@ final class UnsettledIndex {
                 .map(UnsettledIndex::runs)
                 .onErrorResume(e -> {
                     log.debug("Index of unsettled records: no topology, read one slot per call ({})", e.toString());
-                    return Mono.just(List.of(new Run(0, SlotTags.SLOTS, null)));
+                    return Mono.just(List.of(new Run(0, RedisKeyspace.SLOTS, null)));
                 });
     }
 
@@ -268,7 +262,7 @@ final class UnsettledIndex {
      * rebalancing, so this is a few runs per master; a slot no master is known to own is a run of its own.
      */
     static List<Run> runs(List<RedisClusterNode> masters) {
-        String[] owners = new String[SlotTags.SLOTS];
+        String[] owners = new String[RedisKeyspace.SLOTS];
         for (RedisClusterNode master : masters) {
             String name = master.getId() != null ? master.getId() : master.asString();
             for (int slot : master.getSlotRange().getSlotsArray()) {
@@ -277,18 +271,14 @@ final class UnsettledIndex {
         }
         List<Run> runs = new ArrayList<>();
         int from = 0;
-        for (int slot = 1; slot <= SlotTags.SLOTS; slot++) {
-            if (slot == SlotTags.SLOTS || slot - from == SLOTS_PER_CALL || owners[slot] == null
+        for (int slot = 1; slot <= RedisKeyspace.SLOTS; slot++) {
+            if (slot == RedisKeyspace.SLOTS || slot - from == SLOTS_PER_CALL || owners[slot] == null
                     || !Objects.equals(owners[slot], owners[from])) {
                 runs.add(new Run(from, slot, owners[from]));
                 from = slot;
             }
         }
         return runs;
-    }
-
-    private static String text(Object element) {
-        return element instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(element);
     }
 
     /** Slots {@code from} (inclusive) to {@code to} (exclusive) of {@code master}, or of no known master if null. */

@@ -1,6 +1,8 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore.bytes;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.shardChannelOfTag;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.CLASSIC_CHANNEL;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 
 import io.lettuce.core.RedisCommandExecutionException;
 import java.util.List;
@@ -25,30 +27,17 @@ public enum WakeUpChannel {
     /** Before Redis 7 (no {@code SPUBLISH}): {@code PUBLISH} to {@code idempotency:settled}, received by every instance. */
     CLASSIC;
 
-    public static final String CLASSIC_CHANNEL = "idempotency:settled";
-    public static final String SHARD_CHANNEL_PREFIX = "idempotency:settled:";
     private static final int FIRST_SHARDED_VERSION = 7;
     private static final Logger log = LoggerFactory.getLogger(WakeUpChannel.class);
 
     /** The channel the wake-up of the record {@code scopeHash} is published on. */
     public String channelOf(String scopeHash) {
-        return this == SHARDED ? shardChannelOfTag(SlotTags.sameSlotAs(scopeHash)) : CLASSIC_CHANNEL;
+        return this == SHARDED ? shardChannelOfTag(RedisKeyspace.slotTag(scopeHash)) : CLASSIC_CHANNEL;
     }
 
     /** The scripts' three wake-up arguments, in this order: channel, message (the scope hash), '1' to SPUBLISH. */
     List<byte[]> scriptArgs(String scopeHash) {
         return List.of(bytes(channelOf(scopeHash)), bytes(scopeHash), bytes(this == SHARDED ? "1" : "0"));
-    }
-
-    static String shardChannelOfTag(String tag) {
-        return SHARD_CHANNEL_PREFIX + "{" + tag + "}";
-    }
-
-    /** The slot tag of a shard channel, or null for any other channel. */
-    static String tagOfShardChannel(String channel) {
-        return channel.startsWith(SHARD_CHANNEL_PREFIX + "{") && channel.endsWith("}")
-                ? channel.substring(SHARD_CHANNEL_PREFIX.length() + 1, channel.length() - 1)
-                : null;
     }
 
     /**

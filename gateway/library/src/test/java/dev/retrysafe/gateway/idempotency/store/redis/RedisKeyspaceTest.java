@@ -8,16 +8,16 @@ import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-class SlotTagsTest {
+class RedisKeyspaceTest {
 
     @Test
     void everySlotHasItsOwnShortTag() {
-        List<String> tags = SlotTags.all();
+        List<String> tags = RedisKeyspace.allSlotTags();
         assertThat(tags).hasSize(16_384);
         assertThat(new HashSet<>(tags)).hasSize(16_384);
-        for (int slot = 0; slot < SlotTags.SLOTS; slot++) {
-            assertThat(SlotHash.getSlot(SlotTags.ofSlot(slot))).isEqualTo(slot);
-            assertThat(SlotTags.ofSlot(slot)).hasSizeLessThanOrEqualTo(4).doesNotContain("{", "}");
+        for (int slot = 0; slot < RedisKeyspace.SLOTS; slot++) {
+            assertThat(SlotHash.getSlot(RedisKeyspace.slotTagOf(slot))).isEqualTo(slot);
+            assertThat(RedisKeyspace.slotTagOf(slot)).hasSizeLessThanOrEqualTo(4).doesNotContain("{", "}");
         }
     }
 
@@ -27,9 +27,9 @@ class SlotTagsTest {
         Random random = new Random(seed);
         for (int i = 0; i < 1_000; i++) {
             String scopeHash = Long.toHexString(random.nextLong()) + Long.toHexString(random.nextLong());
-            String indexKey = "idempotency:processes:{" + SlotTags.sameSlotAs(scopeHash) + "}";
+            String indexKey = "idempotency:processes:{" + RedisKeyspace.slotTag(scopeHash) + "}";
             assertThat(SlotHash.getSlot(indexKey)).as("seed %d, scope %s", seed, scopeHash)
-                    .isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scopeHash)));
+                    .isEqualTo(SlotHash.getSlot(RedisKeyspace.recordKey(scopeHash)));
         }
     }
 }

@@ -32,8 +32,8 @@ import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Mono;
 
 /**
- * The Redis side of the fleet's process queue that the store contract cannot see: the keys, the directory of slots,
- * the back-off kept in the record. On a real redis-server, flushed before each test.
+ * The Redis side of the fleet's process queue that neither the store contract nor the fleet queues' contract
+ * ({@link FleetQueueContractTest}) sees: the back-off kept in the record, the cost of a stored 202. On a real redis-server, flushed before each test.
  */
 class RedisProcessQueueTest {
     static final Duration WAIT = Duration.ofSeconds(10);
@@ -65,10 +65,10 @@ class RedisProcessQueueTest {
     void aStored202IsQueuedInItsRecordsSlotAndItsSlotIsLookedIntoSoon() {
         stored202("p-1");
 
-        String pending = RedisProcessQueue.pendingKey(scope.hash());
-        assertThat(pending).isEqualTo("idempotency-processes:{" + SlotTags.sameSlotAs(scope.hash()) + "}");
+        String pending = RedisKeyspace.PROCESSES.queueKey(scope.hash());
+        assertThat(pending).isEqualTo("idempotency-processes:{" + RedisKeyspace.slotTag(scope.hash()) + "}");
         assertThat(score(pending, scope.hash())).as("due in 100 ms").isBetween(redisNow() - 1_000, redisNow() + 100);
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, SlotTags.sameSlotAs(scope.hash())))
+        assertThat(score(RedisKeyspace.PROCESSES.directory(), RedisKeyspace.slotTag(scope.hash())))
                 .isBetween(redisNow() - 1_000, redisNow() + 100);
         assertThat(field("process_poll_delay")).isEqualTo("100");
     }
@@ -102,11 +102,11 @@ class RedisProcessQueueTest {
         }
 
         assertThat(sent).as("Redis commands sent for one tracked 202").containsExactly("EVALSHA");
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, SlotTags.sameSlotAs(scope.hash())))
+        assertThat(score(RedisKeyspace.PROCESSES.directory(), RedisKeyspace.slotTag(scope.hash())))
                 .isBetween(redisNow() - 1_000, redisNow() + 100);
-        assertThat(bytes.opsForValue().get(RedisIdempotencyStore.processKey("route", "p-1"))
+        assertThat(bytes.opsForValue().get(RedisKeyspace.processLinkKey("route", "p-1"))
                 .map(RedisProcessQueueTest::utf8s).block(WAIT)).as("linked").isEqualTo(scope.hash());
-        assertThat(bytes.getExpire(RedisIdempotencyStore.processKey("route", "p-1")).block(WAIT))
+        assertThat(bytes.getExpire(RedisKeyspace.processLinkKey("route", "p-1")).block(WAIT))
                 .as("as long as the record").isBetween(Duration.ofDays(7).minusMinutes(1), Duration.ofDays(7));
     }
 
@@ -118,22 +118,9 @@ class RedisProcessQueueTest {
         queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60),
                 p -> Mono.just(new PollResult.Ended("COMPLETED", Duration.ofHours(1)))).block(WAIT);
 
-        assertThat(bytes.opsForZSet().size(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isZero();
-        assertThat(bytes.opsForZSet().size(RedisProcessQueue.pendingKey(scope.hash())).block(WAIT)).isZero();
+        assertThat(bytes.opsForZSet().size(RedisKeyspace.PROCESSES.directory()).block(WAIT)).isZero();
+        assertThat(bytes.opsForZSet().size(RedisKeyspace.PROCESSES.queueKey(scope.hash())).block(WAIT)).isZero();
         assertThat(field("process_state")).isEqualTo("ENDED");
-    }
-
-    @Test
-    void aSlotIsOnlyLookedIntoWhenTheDirectorySaysSo() {
-        stored202("p-1");
-        awaitDue();
-        String tag = SlotTags.sameSlotAs(scope.hash());
-        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow() + 3_600_000).block(WAIT);
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
-        assertThat(pollOwn(queue)).as("not its turn").isEmpty();
-
-        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow()).block(WAIT);
-        assertThat(pollOwn(queue)).extracting(DueProcess::processId).containsExactly("p-1");
     }
 
     @Test
@@ -145,98 +132,6 @@ class RedisProcessQueueTest {
             assertThat(pollOwn(queue, Duration.ofMillis(500))).hasSize(1);
             assertThat(field("process_poll_delay")).isEqualTo(expected);
         }
-    }
-
-    @Test
-    void afterLookingIntoASlotTheDirectoryKeepsASoonerLookAskedForMeanwhile() {
-        stored202("p-1");
-        awaitDue();
-        String tag = SlotTags.sameSlotAs(scope.hash());
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
-        List<Long> soonerAt = new CopyOnWriteArrayList<>();
-        queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60), p -> {
-            // Another 202 in the same slot is stored while this instance polls: it asks for a look in 50 ms.
-            return RedisProcessQueue.lookSoon(redis.store(), scope.hash(), Duration.ofMillis(50))
-                    .then(bytes.opsForZSet().score(RedisProcessQueue.DIRECTORY_KEY, utf8(tag)))
-                    .doOnNext(score -> soonerAt.add(score.longValue()))
-                    .thenReturn(PollResult.RUNNING);
-        }).block(WAIT);
-
-        assertThat(soonerAt).hasSize(1);
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).as("not pushed back after the poll")
-                .isEqualTo(soonerAt.get(0));
-    }
-
-    @Test
-    void aSlotTheDirectoryLostIsPutBackAtItsEarliestPollAndItsProcessIsPolledAgain() {
-        stored202("p-1");
-        awaitDue();
-        String tag = SlotTags.sameSlotAs(scope.hash());
-        String pending = RedisProcessQueue.pendingKey(scope.hash());
-        // The directory's write lost with its master (refused while it was down, or not replicated before a failover).
-        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
-        assertThat(pollOwn(queue)).as("nothing says where to look").isEmpty();
-
-        assertThat(queue.restoreLostSlotsNow().block(WAIT)).isEqualTo(1);
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(score(pending, scope.hash()));
-        assertThat(pollOwn(queue)).extracting(DueProcess::processId).containsExactly("p-1");
-        assertThat(queue.restoreLostSlotsNow().block(WAIT)).as("nothing lost any more").isZero();
-    }
-
-    @Test
-    void theFleetRestoresOncePerIntervalWhicheverInstanceTakesTheTurn() {
-        stored202("p-1");
-        RedisProcessQueue one = new RedisProcessQueue(bytes);
-        RedisProcessQueue another = new RedisProcessQueue(bytes);
-        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
-
-        assertThat(one.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).as("its turn").isEqualTo(1);
-        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
-        assertThat(another.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).as("not its turn").isZero();
-        assertThat(bytes.hasKey(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isFalse();
-        // Held nine tenths of the interval: the instance that took it finds it free one interval later.
-        assertThat(bytes.getExpire(RedisProcessQueue.RESTORE_TURN_KEY).block(WAIT))
-                .isBetween(Duration.ofSeconds(50), Duration.ofSeconds(54));
-
-        // The turn lapses with the interval (here: ended by hand), then the next instance to ask takes it.
-        bytes.delete(RedisProcessQueue.RESTORE_TURN_KEY).block(WAIT);
-        assertThat(another.restoreLostSlots(Duration.ofMinutes(1)).block(WAIT)).isEqualTo(1);
-    }
-
-    @Test
-    void aSlotTheDirectoryLooksIntoTooLateIsBroughtForwardAndAnEarlierLookIsKept() {
-        stored202("p-1");
-        awaitDue();
-        String tag = SlotTags.sameSlotAs(scope.hash());
-        long due = score(RedisProcessQueue.pendingKey(scope.hash()), scope.hash());
-        // A 'sooner' lost: the directory still says the slot's previous, later look.
-        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), redisNow() + 3_600_000).block(WAIT);
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
-
-        assertThat(queue.restoreLostSlotsNow().block(WAIT)).as("not lacking, only late").isZero();
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).isEqualTo(due);
-
-        bytes.opsForZSet().add(RedisProcessQueue.DIRECTORY_KEY, utf8(tag), due - 5_000).block(WAIT);
-        queue.restoreLostSlotsNow().block(WAIT);
-        assertThat(score(RedisProcessQueue.DIRECTORY_KEY, tag)).as("an earlier look is never pushed back")
-                .isEqualTo(due - 5_000);
-    }
-
-    @Test
-    void restoringReadsEverySlotOfTheQueueAndLeavesEmptyOnesOut() {
-        List<String> processes = List.of("p-1", "p-2", "p-3");
-        List<IdempotencyScope> scopes = new ArrayList<>();
-        for (String process : processes) {
-            IdempotencyScope other = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
-            stored202(other, process);
-            scopes.add(other);
-        }
-        bytes.delete(RedisProcessQueue.DIRECTORY_KEY).block(WAIT);
-
-        int distinctSlots = (int) scopes.stream().map(s -> SlotTags.sameSlotAs(s.hash())).distinct().count();
-        assertThat(new RedisProcessQueue(bytes).restoreLostSlotsNow().block(WAIT)).isEqualTo(distinctSlots);
-        assertThat(bytes.opsForZSet().size(RedisProcessQueue.DIRECTORY_KEY).block(WAIT)).isEqualTo(distinctSlots);
     }
 
     private List<DueProcess> pollOwn(RedisProcessQueue queue) {
@@ -256,7 +151,7 @@ class RedisProcessQueueTest {
 
     /** Waits (bounded) until the process's next poll is due on the Redis server's clock. */
     private void awaitDue() {
-        String pending = RedisProcessQueue.pendingKey(scope.hash());
+        String pending = RedisKeyspace.PROCESSES.queueKey(scope.hash());
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (score(pending, scope.hash()) > redisNow() && System.nanoTime() < deadline) {
             Thread.onSpinWait();
@@ -283,7 +178,7 @@ class RedisProcessQueueTest {
     }
 
     private String field(String name) {
-        return bytes.<String, byte[]>opsForHash().get(RedisIdempotencyStore.recordKey(scope.hash()), name)
+        return bytes.<String, byte[]>opsForHash().get(RedisKeyspace.recordKey(scope.hash()), name)
                 .map(b -> new String(b, StandardCharsets.UTF_8)).block(WAIT);
     }
 

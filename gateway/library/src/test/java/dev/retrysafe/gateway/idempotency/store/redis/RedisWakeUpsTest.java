@@ -99,9 +99,9 @@ class RedisWakeUpsTest {
 
         assertThat(instance.wakeUps.channel().block(WAIT)).isEqualTo(WakeUpChannel.SHARDED);
         assertThat(WakeUpChannel.SHARDED.channelOf(hash))
-                .isEqualTo("idempotency:settled:{" + SlotTags.sameSlotAs(hash) + "}");
+                .isEqualTo("idempotency:settled:{" + RedisKeyspace.slotTag(hash) + "}");
         assertThat(SlotHash.getSlot(WakeUpChannel.SHARDED.channelOf(hash)))
-                .isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(hash)));
+                .isEqualTo(SlotHash.getSlot(RedisKeyspace.recordKey(hash)));
     }
 
     @Test
@@ -281,7 +281,7 @@ class RedisWakeUpsTest {
             List<byte[]> args = Mono.fromCallable(() -> wakeUps.scriptArgs("scope-hash"))
                     .subscribeOn(Schedulers.boundedElastic()).block(WAIT);
 
-            assertThat(new String(args.get(0))).isEqualTo(WakeUpChannel.CLASSIC_CHANNEL);
+            assertThat(new String(args.get(0))).isEqualTo(RedisKeyspace.CLASSIC_CHANNEL);
         }
     }
 

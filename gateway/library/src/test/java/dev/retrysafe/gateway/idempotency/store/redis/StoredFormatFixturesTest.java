@@ -218,7 +218,7 @@ class StoredFormatFixturesTest {
 
     /** The key's record goes by itself: its TTL was loaded, and cut short here to see it go. */
     private static void assertExpires(IdempotencyScope scope) {
-        String record = RedisIdempotencyStore.recordKey(scope);
+        String record = RedisKeyspace.recordKey(scope);
         if (!Boolean.TRUE.equals(bytes.hasKey(record).block(WAIT))) {
             return;
         }

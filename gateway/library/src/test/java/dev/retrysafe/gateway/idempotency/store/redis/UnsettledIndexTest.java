@@ -128,18 +128,18 @@ class UnsettledIndexTest {
         IdempotencyScope recentlyUncertain = scope();
         store.markUncertain(recentlyUncertain, reserve(recentlyUncertain), "response timeout", Duration.ofHours(1))
                 .block(WAIT);
-        bytes.opsForZSet().add(UnsettledIndex.uncertainKey(uncertain.hash()), utf8(uncertain.hash()),
+        bytes.opsForZSet().add(RedisKeyspace.uncertainKey(uncertain.hash()), utf8(uncertain.hash()),
                 redisNow() - 120_000).block(WAIT);
         IdempotencyScope inFlight = scope();
         reserve(inFlight);
-        bytes.opsForZSet().add(UnsettledIndex.inFlightKey(inFlight.hash()), utf8(inFlight.hash()),
+        bytes.opsForZSet().add(RedisKeyspace.inFlightKey(inFlight.hash()), utf8(inFlight.hash()),
                 redisNow() - 30_000).block(WAIT);
         IdempotencyScope process = scope();
         store.complete(new Completion(process, reserve(process), FP, "http://upstream", accepted(),
                 Duration.ofHours(1), Optional.of("job-1"))).block(WAIT);
-        bytes.<String, byte[]>opsForHash().put(RedisIdempotencyStore.recordKey(process), "completed_at",
+        bytes.<String, byte[]>opsForHash().put(RedisKeyspace.recordKey(process), "completed_at",
                 utf8(Long.toString(redisNow() - 600_000))).block(WAIT);
-        bytes.opsForZSet().add(RedisProcessQueue.pendingKey(process.hash()), utf8(process.hash()),
+        bytes.opsForZSet().add(RedisKeyspace.PROCESSES.queueKey(process.hash()), utf8(process.hash()),
                 redisNow() + 60_000).block(WAIT);
 
         RecordAges ages = inspector.count(Duration.ofMinutes(1), 0).block(WAIT).oldest();
@@ -160,20 +160,20 @@ class UnsettledIndexTest {
         store.reserve(request(scope, OwnerToken.random(), Duration.ofMillis(50), false)).block(WAIT);
         awaitRedisPast(redisNow() + 60);
         assertThat(counts()).isEqualTo(counts(0, 0, 0));
-        assertThat(bytes.opsForZSet().size(UnsettledIndex.inFlightKey(scope.hash())).block(WAIT)).isZero();
+        assertThat(bytes.opsForZSet().size(RedisKeyspace.inFlightKey(scope.hash())).block(WAIT)).isZero();
     }
 
     @Test
     void recordsLeftUnsettledByAVersionWithoutTheIndexAreAddedOnceForTheFleet() {
         IdempotencyScope old = scope();
-        bytes.<String, byte[]>opsForHash().putAll(RedisIdempotencyStore.recordKey(old), Map.of(
+        bytes.<String, byte[]>opsForHash().putAll(RedisKeyspace.recordKey(old), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
 
         assertThat(counts().uncertain()).as("found by the first count after the upgrade").isEqualTo(1);
         assertThat(listed()).extracting(RecordView::scopeHash).containsExactly(old.hash());
 
         IdempotencyScope later = scope();
-        bytes.<String, byte[]>opsForHash().putAll(RedisIdempotencyStore.recordKey(later), Map.of(
+        bytes.<String, byte[]>opsForHash().putAll(RedisKeyspace.recordKey(later), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
         RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes,
                 RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none());

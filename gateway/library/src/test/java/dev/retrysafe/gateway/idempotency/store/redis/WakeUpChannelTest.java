@@ -13,9 +13,9 @@ class WakeUpChannelTest {
         String scopeHash = "V2hhdCBhIGhhc2ggbG9va3MgbGlrZQ";
         String channel = WakeUpChannel.SHARDED.channelOf(scopeHash);
 
-        assertThat(SlotHash.getSlot(channel)).isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scopeHash)));
-        assertThat(WakeUpChannel.tagOfShardChannel(channel)).isEqualTo(SlotTags.sameSlotAs(scopeHash));
-        assertThat(WakeUpChannel.tagOfShardChannel(WakeUpChannel.CLASSIC_CHANNEL)).isNull();
+        assertThat(SlotHash.getSlot(channel)).isEqualTo(SlotHash.getSlot(RedisKeyspace.recordKey(scopeHash)));
+        assertThat(RedisKeyspace.tagOfShardChannel(channel)).isEqualTo(RedisKeyspace.slotTag(scopeHash));
+        assertThat(RedisKeyspace.tagOfShardChannel(RedisKeyspace.CLASSIC_CHANNEL)).isNull();
         assertThat(WakeUpChannel.CLASSIC.channelOf(scopeHash)).isEqualTo("idempotency:settled");
     }
 

@@ -113,7 +113,7 @@ class RedisIdempotencyStoreIntegrationTest {
     }
 
     static String field(IdempotencyScope scope, String field) {
-        return strings.<String, String>opsForHash().get(RedisIdempotencyStore.recordKey(scope), field).block();
+        return strings.<String, String>opsForHash().get(RedisKeyspace.recordKey(scope), field).block();
     }
 
     static void awaitLeaseLapse(IdempotencyScope scope) {
@@ -141,10 +141,10 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         reserve(scope, FP, owner, LEASE, false).block();
-        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+        assertThat(strings.getExpire(RedisKeyspace.recordKey(scope)).block())
                 .isBetween(RETENTION.minusSeconds(2), RETENTION);
         assertThat(complete(scope, owner, response("done")).block()).isTrue();
-        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+        assertThat(strings.getExpire(RedisKeyspace.recordKey(scope)).block())
                 .isBetween(RETENTION.minusSeconds(2), RETENTION);
         assertThat(field(scope, "status")).isEqualTo("202");
     }
@@ -338,8 +338,8 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         OwnerToken late = OwnerToken.random();
-        String released = RedisIdempotencyStore.releasedOwnersKey(scope.hash());
-        assertThat(SlotHash.getSlot(released)).isEqualTo(SlotHash.getSlot(RedisIdempotencyStore.recordKey(scope)));
+        String released = RedisKeyspace.releasedOwnersKey(scope.hash());
+        assertThat(SlotHash.getSlot(released)).isEqualTo(SlotHash.getSlot(RedisKeyspace.recordKey(scope)));
 
         reserve(scope, FP, owner, LEASE, false).block();
         store.release(scope, owner).block();
@@ -364,7 +364,7 @@ class RedisIdempotencyStoreIntegrationTest {
     void anOperatorReleaseFencesTheFormerOwnerAsLongAsTheRecordWouldHaveLived() {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
-        String released = RedisIdempotencyStore.releasedOwnersKey(scope.hash());
+        String released = RedisKeyspace.releasedOwnersKey(scope.hash());
         reserve(scope, FP, owner, LEASE, false).block();
         assertThat(operator.release(scope.hash()).block()).isEqualTo("IN_FLIGHT");
 
@@ -377,7 +377,7 @@ class RedisIdempotencyStoreIntegrationTest {
         store.reserve(new ReservationRequest(shortLived, FP, other, LEASE, Duration.ofSeconds(5), "http://upstream",
                 false, false)).block();
         operator.release(shortLived.hash()).block();
-        assertThat(strings.getExpire(RedisIdempotencyStore.releasedOwnersKey(shortLived.hash())).block())
+        assertThat(strings.getExpire(RedisKeyspace.releasedOwnersKey(shortLived.hash())).block())
                 .as("at least the released owners' own life").isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
     }
 
@@ -432,7 +432,7 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         reserve(scope, FP, owner, LEASE, false).block();
-        strings.delete(RedisIdempotencyStore.recordKey(scope)).block();
+        strings.delete(RedisKeyspace.recordKey(scope)).block();
 
         assertThat(store.complete(new Completion(scope, owner, FP, "http://upstream", response("kept"), RETENTION,
                 Optional.empty())).block()).isEqualTo(CompletionResult.RESTORED);
@@ -448,7 +448,7 @@ class RedisIdempotencyStoreIntegrationTest {
         reserve(scope, FP, owner, LEASE, false).block();
         store.complete(new Completion(scope, owner, FP, "http://upstream", response("accepted"), hardCap,
                 Optional.of("p-1"))).block();
-        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+        assertThat(strings.getExpire(RedisKeyspace.recordKey(scope)).block())
                 .isBetween(hardCap.minusSeconds(2), hardCap);
         assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
                 .existing().processEnded()).isFalse();
@@ -456,7 +456,7 @@ class RedisIdempotencyStoreIntegrationTest {
         assertThat(store.processEnded(scope.routeId(), "p-1", "COMPLETED", Duration.ofHours(24)).block()).isTrue();
         assertThat(store.processEnded(scope.routeId(), "p-1", "COMPLETED", Duration.ofHours(24)).block())
                 .as("ends once").isFalse();
-        assertThat(strings.getExpire(RedisIdempotencyStore.recordKey(scope)).block())
+        assertThat(strings.getExpire(RedisKeyspace.recordKey(scope)).block())
                 .isBetween(Duration.ofHours(24).minusSeconds(2), Duration.ofHours(24));
         assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
                 .existing().processEnded()).isTrue();
@@ -501,7 +501,7 @@ class RedisIdempotencyStoreIntegrationTest {
     static String memoryUsage(IdempotencyScope scope) {
         return String.valueOf(strings.execute(org.springframework.data.redis.core.script.RedisScript.of(
                         "return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', '0')", Long.class),
-                List.of(RedisIdempotencyStore.recordKey(scope))).next().block());
+                List.of(RedisKeyspace.recordKey(scope))).next().block());
     }
 
     static void listpackValueLimit(int bytes) {
@@ -518,9 +518,9 @@ class RedisIdempotencyStoreIntegrationTest {
                 .getBytes(StandardCharsets.UTF_8);
         reserve(scope, FP, owner, LEASE, false).block();
         complete(scope, owner, new StoredResponse(200, List.of(), body, false)).block();
-        Long stored = strings.<String, String>opsForHash().size(RedisIdempotencyStore.recordKey(scope)).block();
+        Long stored = strings.<String, String>opsForHash().size(RedisKeyspace.recordKey(scope)).block();
         long responseBytes = strings.execute(c -> c.hashCommands().hStrLen(
-                java.nio.ByteBuffer.wrap(RedisIdempotencyStore.recordKey(scope).getBytes(StandardCharsets.UTF_8)),
+                java.nio.ByteBuffer.wrap(RedisKeyspace.recordKey(scope).getBytes(StandardCharsets.UTF_8)),
                 java.nio.ByteBuffer.wrap("response".getBytes(StandardCharsets.UTF_8)))).next().block();
         assertThat(stored).isPositive();
         assertThat(responseBytes).isLessThan(body.length / 10);

@@ -90,7 +90,7 @@ class StoreHealthAndCountsIntegrationTest {
     @Test
     void aCountThatWouldReadMoreRecordsThanAllowedGivesUp() {
         for (int i = 0; i < 3; i++) {
-            template.<String, byte[]>opsForHash().put(RedisIdempotencyStore.recordKey("scope-" + i), "state",
+            template.<String, byte[]>opsForHash().put(RedisKeyspace.recordKey("scope-" + i), "state",
                     "COMPLETED".getBytes()).block(Duration.ofSeconds(10));
         }
         SimpleMeterRegistry meters = new SimpleMeterRegistry();

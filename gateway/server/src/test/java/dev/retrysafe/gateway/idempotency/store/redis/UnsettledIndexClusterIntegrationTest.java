@@ -94,7 +94,7 @@ class UnsettledIndexClusterIntegrationTest {
         Set<Integer> uncertainSlots = new HashSet<>();
         for (int i = 0; i < 20; i++) {
             IdempotencyScope scope = reserve(newScope()).scope();
-            masters.add(cluster.ownerOf(RedisIdempotencyStore.recordKey(scope)));
+            masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
             inFlightSlots.add(SlotHash.getSlot(scope.hash()));
         }
         // Two records of one slot among them: a list takes at most so many per state and slot, either way.
@@ -106,8 +106,8 @@ class UnsettledIndexClusterIntegrationTest {
         }
         for (int slot : List.of(100, 6000, 12000)) {
             // A member of the slot, as a real scope hash is: the count reads its record.
-            String tag = SlotTags.ofSlot(slot);
-            bytes.opsForZSet().add(RedisProcessQueue.pendingKeyOfTag(tag), utf8(tag), 1).block(WAIT);
+            String tag = RedisKeyspace.slotTagOf(slot);
+            bytes.opsForZSet().add(RedisKeyspace.PROCESSES.queueKeyOfTag(tag), utf8(tag), 1).block(WAIT);
         }
         assertThat(masters).as("records on every master").hasSize(3);
 
@@ -135,7 +135,7 @@ class UnsettledIndexClusterIntegrationTest {
                 RecordAges.NONE)).isEqualTo(withoutAges(countedSlotBySlot));
         assertThat(byMasterCalls).as("a few per master: 16,384 slots / 1,024 a call, plus the ranges' ends")
                 .isBetween(3L, 30L);
-        assertThat(slotBySlotCalls).isEqualTo(SlotTags.SLOTS);
+        assertThat(slotBySlotCalls).isEqualTo(RedisKeyspace.SLOTS);
         assertThat(listCalls).isBetween(3L, 30L);
         assertThat(listed).as("one per state and slot").hasSize(inFlightSlots.size() + uncertainSlots.size())
                 .isEqualTo(listedSlotBySlot);
@@ -143,12 +143,12 @@ class UnsettledIndexClusterIntegrationTest {
                 .as("of the two UNCERTAIN records of one slot, one").hasSize(1);
         // The process queue's slots, as the directory's restore reads them: the same three either way.
         before = scriptCalls();
-        List<UnsettledIndex.QueuedSlot> queued = byMaster.queuedSlots(RedisProcessQueue.PENDING_PREFIX).collectList().block(WAIT);
+        List<UnsettledIndex.QueuedSlot> queued = byMaster.queuedSlots(RedisKeyspace.PROCESSES.queuePrefix()).collectList().block(WAIT);
         long processCalls = scriptCalls() - before;
         assertThat(queued).extracting(UnsettledIndex.QueuedSlot::tag)
-                .containsExactly(SlotTags.ofSlot(100), SlotTags.ofSlot(6000), SlotTags.ofSlot(12000));
+                .containsExactly(RedisKeyspace.slotTagOf(100), RedisKeyspace.slotTagOf(6000), RedisKeyspace.slotTagOf(12000));
         assertThat(queued).extracting(UnsettledIndex.QueuedSlot::earliestPoll).containsOnly(1L);
-        assertThat(slotBySlot.queuedSlots(RedisProcessQueue.PENDING_PREFIX).collectList().block(WAIT)).isEqualTo(queued);
+        assertThat(slotBySlot.queuedSlots(RedisKeyspace.PROCESSES.queuePrefix()).collectList().block(WAIT)).isEqualTo(queued);
         assertThat(processCalls).isBetween(3L, 30L);
 
         System.out.printf("One count of the index on %d masters (median of 5, ms): slot by slot %d, by master %d%n",
@@ -167,10 +167,10 @@ class UnsettledIndexClusterIntegrationTest {
         while (masters.size() < 3) {
             IdempotencyScope scope = newScope();
             uncertain(scope);
-            masters.add(cluster.ownerOf(RedisIdempotencyStore.recordKey(scope)));
+            masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
             old = old == null ? scope : old;
         }
-        String index = UnsettledIndex.uncertainKey(old.hash());
+        String index = RedisKeyspace.uncertainKey(old.hash());
         long masterNow = Long.parseLong(LocalRedisCluster.cli(cluster.ownerOf(index), "time").lines().findFirst()
                 .orElseThrow().trim()) * 1000;
         bytes.opsForZSet().add(index, utf8(old.hash()), masterNow - 3_600_000).block(WAIT);
@@ -199,7 +199,7 @@ class UnsettledIndexClusterIntegrationTest {
         UnsettledIndex byMaster = new UnsettledIndex(bytes, Reads.BY_MASTER);
         assertThat(byMaster.count(Duration.ZERO).block(WAIT).uncertain()).isEqualTo(10);
 
-        String moved = UnsettledIndex.uncertainKey(uncertain.get(0));
+        String moved = RedisKeyspace.uncertainKey(uncertain.get(0));
         int source = cluster.ownerOf(moved);
         int target = cluster.ports().stream().filter(p -> p != source).findFirst().orElseThrow();
         cluster.moveSlotOf(moved, target);
@@ -234,7 +234,7 @@ class UnsettledIndexClusterIntegrationTest {
             assertThat(withoutAges(byMaster.count(Duration.ZERO).block(WAIT))).isEqualTo(withoutAges(expected))
                     .isEqualTo(new RecordCounts(0, 10, OptionalLong.empty(), 0, 0, RecordAges.NONE));
             assertThat(scriptCalls() - before).as("that master's slots one by one, the others' by master")
-                    .isGreaterThan(SlotTags.SLOTS / 4).isLessThan(SlotTags.SLOTS);
+                    .isGreaterThan(RedisKeyspace.SLOTS / 4).isLessThan(RedisKeyspace.SLOTS);
         } finally {
             LocalRedisCluster.cli(full, "config", "set", "maxmemory", "0");
         }
