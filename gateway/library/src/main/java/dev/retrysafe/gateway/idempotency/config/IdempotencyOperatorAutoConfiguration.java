@@ -5,6 +5,7 @@ import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.observability.RecordCountSampler;
 import dev.retrysafe.gateway.idempotency.operator.IdempotencyOperatorEndpoint;
 import dev.retrysafe.gateway.idempotency.operator.RecordInspector;
+import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisRecordInspector;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
@@ -33,10 +34,11 @@ public class IdempotencyOperatorAutoConfiguration {
     @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
     @ConditionalOnMissingBean(RecordInspector.class)
     RedisRecordInspector idempotencyRecordInspector(ReactiveRedisConnectionFactory connectionFactory,
-            RedisWakeUps wakeUps, EncryptionKeys encryption, IdempotencyProperties properties) {
+            PreopenedConnections connections, RedisWakeUps wakeUps, EncryptionKeys encryption,
+            IdempotencyProperties properties) {
         // On a Cluster a script may touch one slot (one master, flagged, on Redis 7+): the index is read by master.
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisRecordInspector(IdempotencyStoreAutoConfiguration.bytesTemplate(connectionFactory), wakeUps,
+        return new RedisRecordInspector(connections.template(), wakeUps,
                 encryption, cluster, RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
     }
 

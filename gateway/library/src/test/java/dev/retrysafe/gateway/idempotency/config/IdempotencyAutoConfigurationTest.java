@@ -28,7 +28,8 @@ class IdempotencyAutoConfigurationTest {
     static final String KEY = Base64.getEncoder().encodeToString(new byte[32]);
     final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
-                    DataRedisReactiveAutoConfiguration.class, IdempotencyStoreAutoConfiguration.class,
+                    DataRedisReactiveAutoConfiguration.class, IdempotencyRedisClientAutoConfiguration.class,
+                    IdempotencyStoreAutoConfiguration.class, IdempotencyFleetAutoConfiguration.class,
                     IdempotencyObservabilityAutoConfiguration.class, IdempotencyOperatorAutoConfiguration.class,
                     IdempotencyFilterAutoConfiguration.class))
             // Nothing listens on port 1: the store's startup checks find no Redis (never the machine's on 6379).
@@ -37,7 +38,9 @@ class IdempotencyAutoConfigurationTest {
     @Test
     void isRegisteredForAutoConfiguration() {
         assertThat(ImportCandidates.load(AutoConfiguration.class, getClass().getClassLoader()).getCandidates())
-                .contains(IdempotencyStoreAutoConfiguration.class.getName(),
+                .contains(IdempotencyRedisClientAutoConfiguration.class.getName(),
+                        IdempotencyStoreAutoConfiguration.class.getName(),
+                        IdempotencyFleetAutoConfiguration.class.getName(),
                         IdempotencyObservabilityAutoConfiguration.class.getName(),
                         IdempotencyOperatorAutoConfiguration.class.getName(),
                         IdempotencyFilterAutoConfiguration.class.getName());

@@ -19,7 +19,8 @@ class SettingsCheckTest {
     static final String ROUTE = "spring.cloud.gateway.server.webflux.routes[0].";
     final ReactiveWebApplicationContextRunner runner = new ReactiveWebApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class,
-                    DataRedisReactiveAutoConfiguration.class, IdempotencyStoreAutoConfiguration.class,
+                    DataRedisReactiveAutoConfiguration.class, IdempotencyRedisClientAutoConfiguration.class,
+                    IdempotencyStoreAutoConfiguration.class, IdempotencyFleetAutoConfiguration.class,
                     IdempotencyObservabilityAutoConfiguration.class, IdempotencyOperatorAutoConfiguration.class,
                     IdempotencyFilterAutoConfiguration.class))
             // Nothing listens on port 1: the store's startup checks find no Redis (never the machine's on 6379).

@@ -32,7 +32,7 @@ import reactor.core.publisher.Flux;
  */
 public abstract class RedisStoreContractFixture extends IdempotencyStoreContract {
     /**
-     * As IdempotencyStoreAutoConfiguration's Lettuce customizer: fail fast while disconnected, replies off the
+     * As IdempotencyRedisClientAutoConfiguration's Lettuce customizer: fail fast while disconnected, replies off the
      * connection's thread.
      */
     public static final LettuceClientConfiguration AS_THE_GATEWAY = LettuceClientConfiguration.builder()

@@ -12,12 +12,16 @@ import org.springframework.data.redis.RedisConnectionFailureException;
 import org.springframework.data.redis.connection.ReactiveRedisClusterConnection;
 import org.springframework.data.redis.connection.ReactiveRedisConnection;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.serializer.RedisSerializationContext;
+import org.springframework.data.redis.serializer.RedisSerializer;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
  * The store's connections, opened at startup and never on a request's thread: the store's own Lettuce connection
  * ({@link StoreConnection}, which every per-request call uses) and Spring Data's shared one (which the process and
- * reconcile queues, the unsettled index and the memory watch still use through the template). Spring Data's Lettuce
+ * reconcile queues, the unsettled index, the memory watch, the operator API and the health check use through the one
+ * template, {@link #template()}). Spring Data's Lettuce
  * factory opens its shared connection on first use, synchronously and under its lock, bounded only by Lettuce's
  * connect and command timeouts (60 s by default): the first request after startup, and every request queued behind
  * the lock, would wait that long on a Redis that accepts and does not answer, and block the event loop that asked.
@@ -36,6 +40,11 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
     private static final Logger log = LoggerFactory.getLogger(PreopenedConnections.class);
 
     private final ReactiveRedisConnectionFactory connections;
+    /**
+     * The one Spring Data template of the gateway's background and operator paths (queues, unsettled index, memory
+     * watch, operator API, health), on the gated factory: built once, shared.
+     */
+    private final ReactiveRedisTemplate<String, byte[]> template;
     /** Null without Lettuce's factory: there is no store connection of its own to open (nor a Redis store). */
     private final Supplier<StoreConnection> openStore;
     private volatile boolean sharedOpen;
@@ -65,6 +74,11 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
                 || !lettuce.getShareNativeConnection();
         this.sharedOpen = sharedNeedsNoOpening;
         this.open = sharedOpen && openStore == null;
+        this.template = new ReactiveRedisTemplate<>(gated, RedisSerializationContext
+                .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
+                .key(RedisSerializer.string())
+                .hashKey(RedisSerializer.string())
+                .build());
     }
 
     /** Whether the connections have been opened (and from then on are Lettuce's to keep). */
@@ -91,6 +105,11 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
      */
     public ReactiveRedisConnectionFactory connections() {
         return gated;
+    }
+
+    /** String keys, byte-array values, over {@link #connections()}: the one template, asking fails until open. */
+    public ReactiveRedisTemplate<String, byte[]> template() {
+        return template;
     }
 
     private final ReactiveRedisConnectionFactory gated = new ReactiveRedisConnectionFactory() {
