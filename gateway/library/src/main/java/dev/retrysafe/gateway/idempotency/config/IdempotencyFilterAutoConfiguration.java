@@ -71,8 +71,8 @@ public class IdempotencyFilterAutoConfiguration {
             IdempotencyProperties properties, ObjectProvider<WebClient.Builder> webClients) {
         WebClient http = webClients.getIfAvailable(WebClient::builder).build();
         return new ProcessWatcher(store, Optional.ofNullable(queue.getIfAvailable()), http,
-                properties.processPoll().initialDelay(),
-                properties.processPoll().maxDelay(), properties.processPoll().restoreInterval());
+                properties.processPoll().initialDelay(), properties.processPoll().maxDelay(),
+                properties.processPoll().restoreInterval(), ProcessWatcher.ROUND_LIMIT);
     }
 
     @Bean

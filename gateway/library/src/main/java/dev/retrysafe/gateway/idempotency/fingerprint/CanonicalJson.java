@@ -386,76 +386,73 @@ public final class CanonicalJson {
     }
 
     /** An object or array whose closing token has not been read yet. */
-    private sealed interface Container permits ObjectBuilder, ArrayBuilder {
-        void add(Node value);
-
-        Node build();
-
-        Position position();
-
-        /** The name of the value about to be read: its member name, or its index in the array as sent. */
-        String nextName();
-    }
-
-    private static final class ObjectBuilder implements Container {
-        private final List<Member> members = new ArrayList<>();
+    /** An object or an array being read: where it starts, and its values so far. */
+    private abstract static sealed class Container permits ObjectBuilder, ArrayBuilder {
         private final Position position;
-        private String pendingName;
 
-        ObjectBuilder(Position position) {
+        Container(Position position) {
             this.position = position;
         }
 
-        @Override
-        public Position position() {
+        final Position position() {
             return position;
         }
 
+        abstract void add(Node value);
+
+        abstract Node build();
+
+        /** The name of the value about to be read: its member name, or its index in the array as sent. */
+        abstract String nextName();
+    }
+
+    private static final class ObjectBuilder extends Container {
+        private final List<Member> members = new ArrayList<>();
+        private String pendingName;
+
+        ObjectBuilder(Position position) {
+            super(position);
+        }
+
         @Override
-        public String nextName() {
+        String nextName() {
             return pendingName;
         }
 
         @Override
-        public void add(Node value) {
+        void add(Node value) {
             members.add(new Member(pendingName, quoted(pendingName) + ':', value));
         }
 
         @Override
-        public Node build() {
+        Node build() {
             members.sort(BY_NAME); // names are unique (strict duplicate detection), so the order is total
             return new ObjectNode(members);
         }
     }
 
-    private static final class ArrayBuilder implements Container {
+    private static final class ArrayBuilder extends Container {
         private final List<Node> elements = new ArrayList<>();
         private final boolean unordered;
-        private final Position position;
         private int nextIndex;
 
         ArrayBuilder(boolean unordered, Position position) {
+            super(position);
             this.unordered = unordered;
-            this.position = position;
         }
 
         @Override
-        public Position position() {
-            return position;
-        }
-
-        @Override
-        public String nextName() {
+        String nextName() {
             return Integer.toString(nextIndex++);
         }
 
         @Override
-        public void add(Node value) {
+        void add(Node value) {
             elements.add(value);
         }
 
         @Override
-        public Node build() {
+        Node build() {
             if (!unordered || elements.size() < 2) {
                 return new ArrayNode(elements);
             }

@@ -31,6 +31,8 @@ public final class ProcessWatcher extends FleetWorker {
     /** Longest a status poll may take; a claim lasts longer, so that no other instance polls meanwhile. */
     static final Duration POLL_TIMEOUT = Duration.ofSeconds(5);
     static final Duration CLAIM = POLL_TIMEOUT.multipliedBy(3);
+    /** A round of polls within its claims' lease: past it they lapse anyway, and the next round starts afresh. */
+    public static final Duration ROUND_LIMIT = CLAIM;
 
     private final IdempotencyStore store;
     private final Optional<ProcessQueue> queue;
@@ -44,21 +46,12 @@ public final class ProcessWatcher extends FleetWorker {
     private final AtomicInteger inFlight = new AtomicInteger();
 
     /**
-     * @param initialDelay the first poll's delay after a 202 (the queue doubles it up to {@code maxDelay}); also how
-     *                     often this instance looks for due polls, at most once a second
+     * @param initialDelay    the first poll's delay after a 202 (the queue doubles it up to {@code maxDelay}); also how
+     *                        often this instance looks for due polls, at most once a second
+     * @param restoreInterval how often the fleet checks the queue's directory ({@link #restoreLostSlotsNow()})
+     * @param roundLimit      longest one round of polls may take ({@link #ROUND_LIMIT}: its claims' lease)
      */
     public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
-            Duration maxDelay) {
-        this(store, queue, http, initialDelay, maxDelay, Duration.ofSeconds(60));
-    }
-
-    /** @param restoreInterval how often the fleet checks the queue's directory ({@link #restoreLostSlotsNow()}) */
-    public ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
-            Duration maxDelay, Duration restoreInterval) {
-        this(store, queue, http, initialDelay, maxDelay, restoreInterval, CLAIM);
-    }
-
-    ProcessWatcher(IdempotencyStore store, Optional<ProcessQueue> queue, WebClient http, Duration initialDelay,
             Duration maxDelay, Duration restoreInterval, Duration roundLimit) {
         super("process queue", tickOf(initialDelay), restoreInterval, queue.isPresent());
         this.roundLimit = roundLimit;

@@ -26,18 +26,23 @@ public final class LeaseRenewals implements DisposableBean {
     private final IdempotencyStore store;
     private final Map<OwnerToken, Held> held = new ConcurrentHashMap<>();
     private final PeriodicRounds ticker;
+    private volatile boolean ticking;
+    private volatile boolean destroyed;
 
     public LeaseRenewals(IdempotencyStore store, Duration tick) {
         this.store = store;
-        // Started here and stopped only when the bean is destroyed, unlike the other background work, which the
-        // context's lifecycle starts and stops: leases must be renewed while the web server drains its exchanges in a
-        // graceful shutdown, which ends after every lifecycle phase above it has stopped.
         this.ticker = PeriodicRounds.every("lease renewals", tick, tick, t -> Mono.fromRunnable(this::renewDue));
-        ticker.start();
     }
 
     /** Holds the lease until {@link Hold#release()}, or until the watched exchange stalls. */
     public Hold hold(IdempotencyScope scope, OwnerToken owner, Duration lease, Duration storeTimeout, Watch watch) {
+        // Started by the first lease held and stopped only when the bean is destroyed, unlike the other background
+        // work, which the context's lifecycle starts and stops: leases must be renewed while the web server drains its
+        // exchanges in a graceful shutdown, which ends after every lifecycle phase above it has stopped.
+        if (!ticking && !destroyed) {
+            ticking = true;
+            ticker.start();
+        }
         Held entry = new Held(scope, lease, storeTimeout, watch);
         entry.nextRenewal = System.nanoTime() + lease.toNanos() / 3;
         held.put(owner, entry);
@@ -71,8 +76,14 @@ public final class LeaseRenewals implements DisposableBean {
         });
     }
 
+    /** Whether its ticker runs: from the first lease held until the bean is destroyed. */
+    boolean isTicking() {
+        return ticker.isRunning();
+    }
+
     @Override
     public void destroy() {
+        destroyed = true;
         ticker.stop();
     }
 

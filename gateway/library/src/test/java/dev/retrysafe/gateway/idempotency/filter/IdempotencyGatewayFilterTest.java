@@ -949,7 +949,7 @@ class IdempotencyGatewayFilterTest {
         ProcessWatcher processes = new ProcessWatcher(store,
                 store instanceof ProcessQueue queue ? Optional.of(queue) : Optional.empty(), WebClient.create(),
                 Duration.ofSeconds(1),
-                Duration.ofSeconds(60));
+                Duration.ofSeconds(60), Duration.ofSeconds(60), ProcessWatcher.ROUND_LIMIT);
         watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, new IdempotencyFilterServices(store,
                 new PrincipalOrHeaderTenantResolver(null), clock, events, processes,

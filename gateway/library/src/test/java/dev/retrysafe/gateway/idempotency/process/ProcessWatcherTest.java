@@ -61,7 +61,7 @@ class ProcessWatcherTest {
         });
         status.start();
         watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
-                Duration.ofMillis(20));
+                Duration.ofMillis(20), Duration.ofSeconds(60), ProcessWatcher.ROUND_LIMIT);
     }
 
     @AfterEach
@@ -87,7 +87,7 @@ class ProcessWatcherTest {
         InMemoryIdempotencyStore queue = new InMemoryIdempotencyStore(now::get).firstProcessPoll(Duration.ofMillis(5));
         // Not started: the test runs the round itself.
         ProcessWatcher round = new ProcessWatcher(queue, Optional.of(queue), WebClient.create(), Duration.ofMillis(5),
-                Duration.ofMillis(20));
+                Duration.ofMillis(20), Duration.ofSeconds(60), ProcessWatcher.ROUND_LIMIT);
         round.stop();
         try {
             round.track("r", tracking, Duration.ofHours(24));
@@ -188,7 +188,7 @@ class ProcessWatcherTest {
     void theQueuesDirectoryIsRestoredOncePerRestoreIntervalNotEveryRound() {
         watcher.destroy();
         watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
-                Duration.ofMillis(20), Duration.ofMillis(50));
+                Duration.ofMillis(20), Duration.ofMillis(50), ProcessWatcher.ROUND_LIMIT);
         watcher.track("r", tracking, Duration.ofHours(24));
 
         Flux.interval(Duration.ofMillis(5)).onBackpressureDrop().filter(t -> store.restoreCalls() >= 3).next()
@@ -201,7 +201,7 @@ class ProcessWatcherTest {
     void noRestoreBeforeTheFirstIntervalHasPassed() {
         watcher.destroy();
         watcher = new ProcessWatcher(store, Optional.of(store), WebClient.create(), Duration.ofMillis(5),
-                Duration.ofMillis(20), Duration.ofHours(1));
+                Duration.ofMillis(20), Duration.ofHours(1), ProcessWatcher.ROUND_LIMIT);
         watcher.track("r", tracking, Duration.ofHours(24));
 
         Flux.interval(Duration.ofMillis(5)).onBackpressureDrop().filter(t -> store.pollDueCalls() >= 20).next()

@@ -59,4 +59,22 @@ class LeaseRenewalsTest {
         // end. At the next ticks it comes a little after the first: while two thirds of the lease are left.
         assertThat(Duration.ofNanos(renewalsAt.get(2) - heldAt)).isLessThan(LEASE.multipliedBy(2).dividedBy(3));
     }
+
+    @Test
+    void theTickerRunsFromTheFirstLeaseHeldUntilTheBeanIsDestroyed() {
+        renewals = new LeaseRenewals(records, Duration.ofMillis(50));
+        assertThat(renewals.isTicking()).as("nothing to renew: no ticker built into the constructor").isFalse();
+
+        LeaseRenewals.Hold hold = renewals.hold(scope, owner, LEASE, Duration.ofSeconds(1),
+                new LeaseRenewals.Watch(System::nanoTime, () -> Duration.ofMinutes(1), quiet -> { }));
+        assertThat(renewals.isTicking()).isTrue();
+        hold.release();
+        assertThat(renewals.isTicking()).as("kept through a graceful shutdown's drain").isTrue();
+
+        renewals.destroy();
+        assertThat(renewals.isTicking()).isFalse();
+        renewals.hold(scope, owner, LEASE, Duration.ofSeconds(1),
+                new LeaseRenewals.Watch(System::nanoTime, () -> Duration.ofMinutes(1), quiet -> { }));
+        assertThat(renewals.isTicking()).as("destroyed: never started again").isFalse();
+    }
 }
