@@ -21,6 +21,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.web.reactive.function.BodyExtractors;
+import org.springframework.web.reactive.function.client.ClientResponse;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -148,7 +152,7 @@ public final class Reconciler extends FleetWorker {
         }
         lookups.incrementAndGet();
         return http.get().uri(url.get())
-                .exchangeToMono(answer -> answer.bodyToMono(byte[].class).defaultIfEmpty(new byte[0])
+                .exchangeToMono(answer -> body(answer, route.maxStoredBytes())
                         .map(body -> result(route, answer.statusCode().value(), headers(answer), body)))
                 .timeout(LOOKUP_TIMEOUT)
                 .onErrorResume(e -> {
@@ -158,14 +162,31 @@ public final class Reconciler extends FleetWorker {
                 .flatMap(result -> settle(due, route, result, outcome(result)));
     }
 
-    private LookupResult result(RouteLookup route, int status, List<ResponseHeader> headers, byte[] body) {
+    /**
+     * The answer's body up to the route's stored-response limit, read here: WebClient's own buffer stops at 256 KB,
+     * and a found answer above it was a failed lookup, asked again until its retention ended. Longer than the limit:
+     * empty, the answer stored without its body as a forwarded one would be.
+     */
+    private static Mono<Optional<byte[]>> body(ClientResponse answer, int limit) {
+        return DataBufferUtils.join(answer.body(BodyExtractors.toDataBuffers()), limit)
+                .map(buffer -> {
+                    byte[] bytes = new byte[buffer.readableByteCount()];
+                    buffer.read(bytes);
+                    DataBufferUtils.release(buffer);
+                    return Optional.of(bytes);
+                })
+                .defaultIfEmpty(Optional.of(new byte[0]))
+                .onErrorResume(DataBufferLimitException.class, tooLong -> Mono.just(Optional.empty()));
+    }
+
+    private LookupResult result(RouteLookup route, int status, List<ResponseHeader> headers, Optional<byte[]> body) {
         Reconciliation reconciliation = route.reconciliation();
         if (status == reconciliation.foundStatus()) {
             List<ResponseHeader> stored = new ArrayList<>(route.storableHeaders().filter(headers));
             stored.removeIf(header -> header.named(RECONCILED_HEADER));
             stored.add(new ResponseHeader(RECONCILED_HEADER, "true"));
-            boolean omitted = body.length > route.maxStoredBytes();
-            return new LookupResult.Found(new StoredResponse(status, stored, omitted ? new byte[0] : body, omitted),
+            boolean omitted = body.isEmpty();
+            return new LookupResult.Found(new StoredResponse(status, stored, body.orElse(new byte[0]), omitted),
                     route.retention(), "the upstream's lookup answered " + status + ": found, its answer is the result");
         }
         if (status == reconciliation.notFoundStatus()) {
@@ -213,7 +234,7 @@ public final class Reconciler extends FleetWorker {
         return template.expand(due.values()).map(path -> URI.create(scheme + "://" + upstream.getRawAuthority() + path));
     }
 
-    private static List<ResponseHeader> headers(org.springframework.web.reactive.function.client.ClientResponse answer) {
+    private static List<ResponseHeader> headers(ClientResponse answer) {
         List<ResponseHeader> headers = new ArrayList<>();
         answer.headers().asHttpHeaders().forEach((name, values) -> values.forEach(
                 value -> headers.add(new ResponseHeader(name, value))));

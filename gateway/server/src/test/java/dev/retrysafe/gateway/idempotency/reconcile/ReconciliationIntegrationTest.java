@@ -114,6 +114,25 @@ class ReconciliationIntegrationTest {
         assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
     }
 
+    /** WebClient's own buffer stops at 256 KB: a longer found answer was a failed lookup, asked again until retention. */
+    @Test
+    void aFoundAnswerLongerThanWebClientsBufferIsStoredWithinTheRoutesLimitAndReplayedWhole() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\",\"notes\":\"" + "n".repeat(300 * 1024)
+                + "\"}";
+        upstream.answer(request -> request.startsWith(BY_KEY) ? Answer.json(200, found) : Answer.NONE);
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        ResponseEntity<String> replay = send(gateway, key);
+        assertThat(replay.getHeaders().getFirst("Idempotency-Reconciled")).isEqualTo("true");
+        assertThat(replay.getBody()).isEqualTo(found);
+        assertThat(reconciliations(gateway, "failed")).isZero();
+        assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
     @Test
     void noLookupIsMadeBeforeReconcileAfter() {
         gateway = gateway("/merchants/by-idempotency-key/{key}", "1h");
@@ -196,7 +215,9 @@ class ReconciliationIntegrationTest {
     }
 
     static Mono<ResponseEntity<String>> sending(ConfigurableApplicationContext gateway, String key) {
-        return Gateways.client(gateway).post().uri("/merchants").header("Idempotency-Key", key)
+        // Replays up to the default stored-response limit (1 MB), past this client's own 256 KB buffer.
+        return Gateways.client(gateway).mutate().codecs(codecs -> codecs.defaultCodecs().maxInMemorySize(2 << 20))
+                .build().post().uri("/merchants").header("Idempotency-Key", key)
                 .header("Content-Type", "application/json")
                 .bodyValue("{\"legalName\":\"ACME\",\"taxId\":\"ACME1234\"}")
                 .exchangeToMono(r -> r.toEntity(String.class));
