@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost curve (issue 11): first writes and replays of minimal-gateway (the library alone, so that the server's
+# The cost curve by body size: first writes and replays of minimal-gateway (the library alone, so that the server's
 # own tax does not blur it) as the request body grows, each size measured as load-tests/peers.sh measures, with the
 # plain route beside it. The rows go to load-tests/target/peers/cost-curve.md.
 #

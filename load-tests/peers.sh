@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer benchmark (issues 11, 24): our runnable server and someone else's gateway (minimal-gateway: a bare Spring
+# Peer benchmark: our runnable server and someone else's gateway (minimal-gateway: a bare Spring
 # Cloud Gateway app with only our filter library added), one JVM at a time, on the same Redis and the same backend
 # (nginx answering 202 like Onboarding, and COMPLETED to a status read), load by wrk. In each JVM: a plain route, an
 # Idempotency route, the same route tracking processes (process-status-uri, as the shipped Onboarding route); in

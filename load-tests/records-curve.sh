@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost curve as the store grows (issue 11): first writes and replays of our server (the runnable gateway with
+# The cost curve as the store grows: first writes and replays of our server (the runnable gateway with
 # config/application.yml, record counts on: every 60 s it reads every record) with 10^3 to 10^6 completed records
 # in Redis, each size in a fresh Redis and a fresh JVM, measured as load-tests/peers.sh measures. The rows go to
 # load-tests/target/peers/records-curve.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rolling-restart soak (issue 14): a fleet of three gateway instances in front of the sample backend, on a
+# The rolling-restart soak: a fleet of three gateway instances in front of the sample backend, on a
 # 3-master Redis Cluster with one replica each, Gatling's RetryStorm spreading every request round-robin over the
 # instances in service. During the run each instance is restarted in turn (taken out of the rotation, drained,
 # SIGTERM, started again, put back once healthy) and one master is failed over. At the end the backend's write log
