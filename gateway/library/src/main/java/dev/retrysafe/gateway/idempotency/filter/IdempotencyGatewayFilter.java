@@ -16,12 +16,10 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.StoredResponseUnreadable;
 import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
-import dev.retrysafe.gateway.idempotency.wire.MalformedRequestBody;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
@@ -31,8 +29,6 @@ import org.springframework.cloud.gateway.route.Route;
 import org.springframework.cloud.gateway.support.RouteMetadataUtils;
 import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
-import org.springframework.core.io.buffer.DataBufferLimitException;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.server.ServerWebExchange;
@@ -103,9 +99,9 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
                     GatewayError.bodyTooLarge(policy.maxRequestBytes()));
         }
         Optional<IdempotencyKey> keyFromHeader = sentKey;
-        return readBody(request).flatMap(body -> {
+        return RequestBody.read(request, policy).flatMap(body -> {
             if (body.refused().isPresent()) {
-                Refusal refusal = body.refused().get();
+                RequestBody.Refusal refusal = body.refused().get();
                 return reject(exchange, report, refusal.outcome(), refusal.error());
             }
             KeyCheck check = keyFromHeader.<KeyCheck>map(KeyCheck.Valid::new)
@@ -156,42 +152,6 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     }
 
     /**
-     * Reads the body, holding at most max-request-bytes of it, for at most request-body-timeout: a client that
-     * stops sending mid-body would otherwise hold the connection and the buffer forever without an answer. A body
-     * that does not arrive whole and well-framed is a refusal before anything is reserved.
-     */
-    private Mono<RequestBody> readBody(ServerHttpRequest request) {
-        return DataBufferUtils.join(request.getBody(), policy.maxRequestBytes())
-                .timeout(policy.requestBodyTimeout())
-                .map(buffer -> {
-                    try {
-                        byte[] bytes = new byte[buffer.readableByteCount()];
-                        buffer.read(bytes);
-                        return RequestBody.of(bytes);
-                    } finally {
-                        DataBufferUtils.release(buffer);
-                    }
-                })
-                .defaultIfEmpty(RequestBody.of(new byte[0]))
-                // One operator for every way the read can fail (each its own would be four on every request).
-                .onErrorResume(e -> Mono.just(refusal(e)));
-    }
-
-    private RequestBody refusal(Throwable readFailure) {
-        if (readFailure instanceof DataBufferLimitException) {
-            return RequestBody.refused(RequestOutcome.TOO_LARGE, GatewayError.bodyTooLarge(policy.maxRequestBytes()));
-        }
-        if (readFailure instanceof TimeoutException) {
-            return RequestBody.refused(RequestOutcome.BODY_TIMEOUT, GatewayError.bodyTimeout(policy.requestBodyTimeout()));
-        }
-        if (readFailure instanceof MalformedRequestBody) {
-            return RequestBody.refused(RequestOutcome.MALFORMED_BODY, GatewayError.malformedBody());
-        }
-        // The connection ended mid-body (or any other read failure): nothing was reserved, nothing is sent.
-        return RequestBody.refused(RequestOutcome.BODY_INCOMPLETE, GatewayError.bodyIncomplete());
-    }
-
-    /**
      * The Content-Type goes to the fingerprinter as sent: parsing it here would turn a malformed one (a client's
      * mistake, "application/") into an exception and a 500; the fingerprinter treats anything it cannot read as
      * not JSON, and the upstream judges the request. The route's intent headers go with every value as sent.
@@ -211,20 +171,6 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
     private static Optional<Route> route(ServerWebExchange exchange) {
         return Optional.ofNullable(exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR));
-    }
-
-    /** The body as read, or why it was not. */
-    private record RequestBody(byte[] bytes, Optional<Refusal> refused) {
-        static RequestBody of(byte[] bytes) {
-            return new RequestBody(bytes, Optional.empty());
-        }
-
-        static RequestBody refused(RequestOutcome outcome, GatewayError error) {
-            return new RequestBody(new byte[0], Optional.of(new Refusal(outcome, error)));
-        }
-    }
-
-    private record Refusal(RequestOutcome outcome, GatewayError error) {
     }
 
     private Mono<Void> guarded(GuardedRequest request) {

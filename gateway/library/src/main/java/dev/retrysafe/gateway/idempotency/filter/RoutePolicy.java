@@ -64,18 +64,6 @@ public record RoutePolicy(
         }
     }
 
-    /** A route that does not reconcile UNCERTAIN records with its upstream, and answers in the Onboarding contract. */
-    public RoutePolicy(KeySource keySource, KeyPolicy keyPolicy, Set<String> methods, RequestFingerprinter fingerprinter,
-            int replayStatus, StorableHeaders storableHeaders, Duration inFlightWait, Duration inFlightLease,
-            Duration retention, OutcomePolicy outcomePolicy, int maxRequestBytes, Duration requestBodyTimeout,
-            int maxStoredResponseBytes, Duration storeTimeout, Duration retryAfter, boolean upstreamHonoursKey,
-            Optional<ProcessTracking> processTracking, boolean forwardWhenStoreUnavailable) {
-        this(keySource, keyPolicy, methods, fingerprinter, replayStatus, storableHeaders, inFlightWait, inFlightLease,
-                retention, outcomePolicy, maxRequestBytes, requestBodyTimeout, maxStoredResponseBytes, storeTimeout,
-                retryAfter, upstreamHonoursKey, processTracking, forwardWhenStoreUnavailable, Optional.empty(),
-                ErrorContract.ONBOARDING, Optional.empty());
-    }
-
     /** The name that scopes this route's records: its operation arg, else {@code routeId}. */
     public String operationOr(String routeId) {
         return operation.orElse(routeId);

@@ -40,7 +40,9 @@ class RoutePolicyTest {
         RoutePolicy build() {
             return new RoutePolicy(new KeySource.Header(keyHeader), KEY_POLICY, methods, FINGERPRINTER, replayStatus, STORABLE,
                     inFlightWait, inFlightLease, retention, OUTCOMES, maxRequestBytes, requestBodyTimeout,
-                    maxStoredResponseBytes, storeTimeout, retryAfter, false, java.util.Optional.empty(), false);
+                    maxStoredResponseBytes, storeTimeout, retryAfter, false, java.util.Optional.empty(), false,
+                    java.util.Optional.empty(), dev.retrysafe.gateway.idempotency.response.ErrorContract.ONBOARDING,
+                    java.util.Optional.empty());
         }
     }
 
