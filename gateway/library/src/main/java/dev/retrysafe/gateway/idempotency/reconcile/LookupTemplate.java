@@ -15,19 +15,24 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * A route's {@code reconcile-uri}: a path on the route's own upstream with placeholders, {@code {key}} for the
- * forwarded idempotency key and {@code {body:/json/pointer}} for a value of the original JSON body, e.g.
- * {@code /merchants/by-tax-id/{body:/taxId}}. Every value is percent-encoded into its place (everything but RFC 3986's
- * unreserved characters), so a value cannot add a segment, a query or a fragment; a segment that would be empty,
- * {@code .} or {@code ..} is refused. The template itself has no query, fragment, scheme or host: the lookup only
- * ever goes to the route's upstream.
+ * A route's {@code reconcile-uri}: a path on the route's own upstream, optionally with a query, with placeholders,
+ * {@code {key}} for the forwarded idempotency key and {@code {body:/json/pointer}} for a value of the original JSON
+ * body, e.g. {@code /merchants/by-tax-id/{body:/taxId}} or {@code /payments?idempotency_key={key}&tax={body:/taxId}}.
+ * Every value is percent-encoded into its place (everything but RFC 3986's unreserved characters), so a value cannot
+ * add a segment, a query parameter or a fragment, rename a parameter or end the query; a path segment that would be
+ * empty, {@code .} or {@code ..} is refused. Placeholders go in path segments and query values, never in query names.
+ * The template itself has no fragment, scheme or host: the lookup only ever goes to the route's upstream.
  */
 public final class LookupTemplate {
     public static final String KEY = "key";
     private static final String BODY = "body:";
     private static final Pattern PLACEHOLDER = Pattern.compile("\\{([^{}]*)}");
     /** Literal path characters: RFC 3986 pchar and '/', with percent-escapes. */
-    private static final Pattern LITERAL = Pattern.compile("(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*");
+    private static final Pattern PATH_LITERAL = Pattern.compile("(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*");
+    /** Literal query characters of a name or a value: RFC 3986 query chars but '&' and '=', which delimit them. */
+    private static final Pattern QUERY_LITERAL = Pattern.compile("(?:[A-Za-z0-9\\-._~!$'()*+,;:@/?]|%[0-9A-Fa-f]{2})*");
+    /** Stands for a placeholder while the query is taken apart: no literal has it. */
+    private static final char VALUE = '\u0000';
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final String template;
@@ -49,10 +54,14 @@ public final class LookupTemplate {
         }
         List<String> parts = new ArrayList<>();
         Set<String> names = new LinkedHashSet<>();
+        // The template with every placeholder as VALUE: where the path ends, what the query's parameters are.
+        StringBuilder shape = new StringBuilder();
         Matcher placeholder = PLACEHOLDER.matcher(template);
         int at = 0;
         while (placeholder.find()) {
-            parts.add(literal(template.substring(at, placeholder.start()), template));
+            String literal = braceless(template.substring(at, placeholder.start()), template);
+            parts.add(literal);
+            shape.append(literal).append(VALUE);
             String name = placeholder.group(1);
             if (!name.equals(KEY) && !(name.startsWith(BODY + "/") || name.equals(BODY))) {
                 throw new IllegalArgumentException("reconcile-uri placeholders are {key} and {body:/json/pointer}, "
@@ -65,21 +74,62 @@ public final class LookupTemplate {
             names.add(name);
             at = placeholder.end();
         }
-        parts.add(literal(template.substring(at), template));
-        for (String segment : template.split("/", -1)) {
-            if (segment.equals(".") || segment.equals("..")) {
-                throw new IllegalArgumentException("reconcile-uri must not have '.' or '..' segments, was " + template);
-            }
+        String last = braceless(template.substring(at), template);
+        parts.add(last);
+        shape.append(last);
+        int query = shape.indexOf("?");
+        path(query < 0 ? shape.toString() : shape.substring(0, query), template);
+        if (query >= 0) {
+            query(shape.substring(query + 1), template);
         }
         return new LookupTemplate(template, List.copyOf(parts), Set.copyOf(names));
     }
 
-    private static String literal(String text, String template) {
-        if (text.contains("{") || text.contains("}") || !LITERAL.matcher(text).matches()) {
-            throw new IllegalArgumentException("reconcile-uri must be a plain path (no query, fragment, spaces or "
-                    + "stray braces), was " + template);
+    private static String braceless(String text, String template) {
+        if (text.contains("{") || text.contains("}")) {
+            throw new IllegalArgumentException("reconcile-uri has a stray brace (placeholders are {key} and "
+                    + "{body:/json/pointer}), was " + template);
         }
         return text;
+    }
+
+    /** Literal path characters, and no segment that is empty (but a trailing one), '.' or '..'. */
+    private static void path(String shape, String template) {
+        if (!PATH_LITERAL.matcher(shape.replace(String.valueOf(VALUE), "")).matches()) {
+            throw new IllegalArgumentException("reconcile-uri must be a plain path with an optional query (no "
+                    + "fragment, spaces or characters a URI does not have), was " + template);
+        }
+        if (shape.contains("//")) {
+            throw new IllegalArgumentException("reconcile-uri must not have an empty path segment ('//'), was "
+                    + template);
+        }
+        for (String segment : shape.split("/", -1)) {
+            if (segment.equals(".") || segment.equals("..")) {
+                throw new IllegalArgumentException("reconcile-uri must not have '.' or '..' segments, was " + template);
+            }
+        }
+    }
+
+    /** Parameters {@code name=value} or {@code name}, a literal name each; placeholders only in values. */
+    private static void query(String shape, String template) {
+        for (String parameter : shape.split("&", -1)) {
+            int equals = parameter.indexOf('=');
+            String name = equals < 0 ? parameter : parameter.substring(0, equals);
+            String value = equals < 0 ? "" : parameter.substring(equals + 1);
+            if (name.indexOf(VALUE) >= 0) {
+                throw new IllegalArgumentException("reconcile-uri placeholders go in query values, not in names "
+                        + "(such as ?idempotency_key={key}), was " + template);
+            }
+            if (name.isEmpty()) {
+                throw new IllegalArgumentException("reconcile-uri query parameters are name=value joined by '&', "
+                        + "each with a name, was " + template);
+            }
+            if (!QUERY_LITERAL.matcher(name).matches()
+                    || !QUERY_LITERAL.matcher(value.replace(String.valueOf(VALUE), "")).matches()) {
+                throw new IllegalArgumentException("reconcile-uri query must be RFC 3986 query characters, with one "
+                        + "'=' after each name (no fragment, spaces or stray '='), was " + template);
+            }
+        }
     }
 
     private static void pointer(String pointer) {
@@ -132,24 +182,26 @@ public final class LookupTemplate {
     }
 
     /**
-     * The lookup's path (raw, percent-encoded) for these values, or empty when one is missing or empty, or would
-     * make a segment {@code .} or {@code ..}.
+     * The lookup's path and query (raw, percent-encoded) for these values, or empty when one is missing or empty, or
+     * would make a path segment {@code .} or {@code ..}.
      */
     public Optional<String> expand(Map<String, String> values) {
-        StringBuilder path = new StringBuilder();
+        StringBuilder uri = new StringBuilder();
         for (int i = 0; i < parts.size(); i++) {
             if (i % 2 == 0) {
-                path.append(parts.get(i));
+                uri.append(parts.get(i));
                 continue;
             }
             String value = values.get(parts.get(i));
             if (value == null || value.isEmpty()) {
                 return Optional.empty();
             }
-            path.append(encode(value));
+            uri.append(encode(value));
         }
-        String raw = path.toString();
-        for (String segment : raw.substring(1).split("/", -1)) {
+        String raw = uri.toString();
+        // A value's '?' is encoded: the first one is the template's own, where its query begins.
+        int query = raw.indexOf('?');
+        for (String segment : raw.substring(1, query < 0 ? raw.length() : query).split("/", -1)) {
             if (segment.equals(".") || segment.equals("..")) {
                 return Optional.empty();
             }
@@ -157,7 +209,10 @@ public final class LookupTemplate {
         return Optional.of(raw);
     }
 
-    /** Everything but unreserved characters, as UTF-8 percent-escapes: '/', '?', '#', '%' stay in the segment. */
+    /**
+     * Everything but unreserved characters, as UTF-8 percent-escapes: '/', '?', '#', '%' stay in the segment, and
+     * '&', '=', '+', '#' in the query value.
+     */
     static String encode(String value) {
         StringBuilder out = new StringBuilder(value.length() * 3);
         for (byte b : value.getBytes(StandardCharsets.UTF_8)) {

@@ -218,7 +218,7 @@ public final class Reconciler extends FleetWorker {
                 .then();
     }
 
-    /** Only the route's upstream (scheme and authority, nothing of the record's own) and the template's path. */
+    /** Only the route's upstream (scheme and authority, nothing of the record's own), the template's path and query. */
     private static Optional<URI> url(DueLookup due, LookupTemplate template) {
         URI upstream;
         try {

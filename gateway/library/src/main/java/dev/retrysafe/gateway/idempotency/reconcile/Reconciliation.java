@@ -4,8 +4,8 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * How a route looks up an UNCERTAIN record at its upstream: the lookup's path, the earliest its answer is trusted,
- * and which statuses say found and not found (anything else: asked again later).
+ * How a route looks up an UNCERTAIN record at its upstream: the lookup's path and query, the earliest its answer is
+ * trusted, and which statuses say found and not found (anything else: asked again later).
  *
  * @param after empty: twice the route's response timeout (or in-flight lease without one), decided per request
  */

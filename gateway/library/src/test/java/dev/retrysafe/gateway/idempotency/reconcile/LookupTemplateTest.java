@@ -74,11 +74,57 @@ class LookupTemplateTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"merchants/{key}", "//evil.example/{key}", "http://evil.example/{key}",
-            "/merchants?taxId={body:/taxId}", "/merchants/{key}#x", "/merchants/{other}", "/merchants/{body:taxId}",
-            "/merchants/../admin/{key}", "/merchants/{key", "/merchants /{key}"})
-    void aTemplateThatCouldLeaveItsPathIsRefusedNamingTheArg(String template) {
+            "/merchants/{key}#x", "/merchants/{other}", "/merchants/{body:taxId}", "/merchants/../admin/{key}",
+            "/merchants/./{key}", "/merchants//{key}", "/merchants/{key", "/merchants /{key}",
+            "/payments?idempotency_key={key}#x", "/payments?idempotency_key={key}&tax={body:taxId}",
+            "/payments?id={other}", "/payments?a b={key}", "/payments?id={key}&note=a b", "/payments?id=ü{key}",
+            "/payments?id={key}&", "/payments?&id={key}", "/payments?id={key}&&tax=1", "/payments?",
+            "/payments?=x&id={key}", "/payments?id=a=b&key={key}", "/payments?id={key}&x=}"})
+    void aTemplateThatCouldLeaveItsPathOrQueryIsRefusedNamingTheArg(String template) {
         assertThatThrownBy(() -> LookupTemplate.parse(template)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("reconcile-uri");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"/payments?{key}", "/payments?{key}=1", "/payments?id_{key}=1",
+            "/payments?id={key}&{body:/taxId}=x", "/payments?a=1&{body:/taxId}"})
+    void aPlaceholderInAQueryNameIsRefused(String template) {
+        assertThatThrownBy(() -> LookupTemplate.parse(template)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("reconcile-uri placeholders go in query values, not in names");
+    }
+
+    @Test
+    void placeholdersInQueryValuesAreEncodedAsQueryComponents() {
+        LookupTemplate template = LookupTemplate.parse("/payments?idempotency_key={key}&tax={body:/taxId}");
+
+        Optional<Map<String, String>> values = template.values("k&admin=1",
+                body("{\"taxId\":\"DE 12+34/5#6?7=8%9ü\",\"amount\":100}"));
+
+        assertThat(values).contains(Map.of("key", "k&admin=1", "body:/taxId", "DE 12+34/5#6?7=8%9ü"));
+        assertThat(template.expand(values.get())).contains("/payments?idempotency_key=k%26admin%3D1"
+                + "&tax=DE%2012%2B34%2F5%236%3F7%3D8%259%C3%BC");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"/payments?idempotency_key={key}", "/payments/?idempotency_key={key}",
+            "/?idempotency_key={key}", "/payments?expand&idempotency_key={key}",
+            "/merchants/{body:/taxId}/payments?by=key:{key}&v=1.0;x,y@z/w?q~!$'()*+",
+            "/payments?id={key}&path=../admin", "/payments?id=%7B{key}%7D"})
+    void aPathWithAQueryOfLiteralNamesAndPlaceholderValuesIsAccepted(String template) {
+        LookupTemplate parsed = LookupTemplate.parse(template);
+
+        String lookup = parsed.expand(Map.of("key", "k-1", "body:/taxId", "ACME")).orElseThrow();
+        assertThat(URI.create("http://upstream:8081" + lookup).getRawQuery()).isNotEmpty();
+        assertThat(parsed.names()).contains("key");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {".", ".."})
+    void aDotValueInAQueryIsJustText(String dots) {
+        LookupTemplate template = LookupTemplate.parse("/payments?ref={body:/taxId}");
+
+        assertThat(template.expand(Map.of("body:/taxId", dots))).contains("/payments?ref=" + dots);
+        assertThat(template.values("k", body("{\"taxId\":\"" + dots + "\"}"))).isPresent();
     }
 
     private static byte[] body(String json) {

@@ -8,6 +8,9 @@ import dev.retrysafe.gateway.support.LookupUpstream;
 import dev.retrysafe.gateway.support.LookupUpstream.Answer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -189,6 +192,53 @@ class ReconciliationIntegrationTest {
                 + "..%2F..%2Fadmin%3Frole%3Droot%23x%20http%3A%2F%2Fevil.example%2F%252e%252e%2F%C3%BC");
     }
 
+    /**
+     * A backend that looks writes up only by query parameter ({@code GET /payments?idempotency_key=..&tax=..}, as
+     * many existing APIs do): anything else it is asked is a 400, which settles nothing. The query template's lookup
+     * settles the record, its hostile body value one query value, decoded by the backend as it was sent.
+     */
+    @Test
+    void anUncertainRequestIsSettledByALookupByQueryParameter() {
+        gateway = gateway("/payments?idempotency_key={key}&tax={body:/taxId}", "300ms");
+        String key = UUID.randomUUID().toString();
+        String taxId = "DE 12&idempotency_key=x#frag/../ü+%";
+        String found = "{\"paymentId\":\"pay-1\",\"status\":\"SETTLED\"}";
+        upstream.answer(request -> {
+            if (!request.startsWith("GET ")) {
+                return Answer.NONE;
+            }
+            URI lookup = URI.create(request.substring("GET ".length()));
+            return lookup.getRawPath().equals("/payments")
+                    && queryParameters(lookup).equals(Map.of("idempotency_key", key, "tax", taxId))
+                    ? Answer.json(200, found) : Answer.json(400, "{\"error\":\"lookups are by query parameter\"}");
+        });
+
+        String body = "{\"legalName\":\"ACME\",\"taxId\":\"" + taxId + "\"}";
+        ResponseEntity<String> first = sending(gateway, key, body).block(WAIT);
+        assertThat(first.getStatusCode().value()).as("outcome unknown").isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        assertThat(reconciliations(gateway, "failed")).as("the first lookup was the right one").isZero();
+        assertThat(upstream.received()).containsExactly("POST /merchants", "GET /payments?idempotency_key=" + key
+                + "&tax=DE%2012%26idempotency_key%3Dx%23frag%2F..%2F%C3%BC%2B%25");
+        ResponseEntity<String> replay = sending(gateway, key, body).block(WAIT);
+        assertThat(replay.getStatusCode().value()).isEqualTo(200);
+        assertThat(replay.getHeaders().getFirst("Idempotency-Reconciled")).isEqualTo("true");
+        assertThat(replay.getBody()).isEqualTo(found);
+        assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
+    /** The query's parameters as a backend reads them: split on '&' and the first '=', each part percent-decoded. */
+    static Map<String, String> queryParameters(URI uri) {
+        Map<String, String> parameters = new HashMap<>();
+        for (String parameter : uri.getRawQuery() == null ? new String[0] : uri.getRawQuery().split("&")) {
+            String[] nameAndValue = parameter.split("=", 2);
+            parameters.merge(URLDecoder.decode(nameAndValue[0], StandardCharsets.UTF_8), nameAndValue.length < 2 ? ""
+                    : URLDecoder.decode(nameAndValue[1], StandardCharsets.UTF_8), (one, other) -> "(sent twice)");
+        }
+        return parameters;
+    }
+
     @Test
     void twoInstancesMakeExactlyOneLookupPerDueRecord() {
         gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
@@ -215,11 +265,14 @@ class ReconciliationIntegrationTest {
     }
 
     static Mono<ResponseEntity<String>> sending(ConfigurableApplicationContext gateway, String key) {
+        return sending(gateway, key, "{\"legalName\":\"ACME\",\"taxId\":\"ACME1234\"}");
+    }
+
+    static Mono<ResponseEntity<String>> sending(ConfigurableApplicationContext gateway, String key, String body) {
         // Replays up to the default stored-response limit (1 MB), past this client's own 256 KB buffer.
         return Gateways.client(gateway).mutate().codecs(codecs -> codecs.defaultCodecs().maxInMemorySize(2 << 20))
                 .build().post().uri("/merchants").header("Idempotency-Key", key)
-                .header("Content-Type", "application/json")
-                .bodyValue("{\"legalName\":\"ACME\",\"taxId\":\"ACME1234\"}")
+                .header("Content-Type", "application/json").bodyValue(body)
                 .exchangeToMono(r -> r.toEntity(String.class));
     }
 
