@@ -214,11 +214,11 @@ class SettingsCheckTest {
             IdempotencyGatewayFilterFactory factory = context.getBean(IdempotencyGatewayFilterFactory.class);
             IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
             config.setRouteId("onboarding");
-            config.setReconcileUri("/merchants?taxId={body:/taxId}");
+            config.setReconcileUri("/merchants?taxId={body:/taxId}#elsewhere");
             InvalidRouteSetting failure = catchInvalid(factory, config);
             assertThat(failure.setting()).contains("reconcile-uri");
             assertThat(failure.setOnRoute()).isTrue();
-            assertThat(failure.getMessage()).contains("no query");
+            assertThat(failure.getMessage()).contains("no fragment");
 
             IdempotencyGatewayFilterFactory.Config found = new IdempotencyGatewayFilterFactory.Config();
             found.setRouteId("onboarding");
