@@ -65,7 +65,7 @@ if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= AR
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,
   'owner', ARGV[1])
-redis.call('HDEL', KEYS[1], 'waiters', 'lease_until')
+redis.call('HDEL', KEYS[1], 'waiters', 'lease_until', 'lookup')
 -- A record is in the index of its state only (the scripts move it between the two in one step); one written anew may
 -- have left a stale entry in either.
 if current[1] ~= 'UNCERTAIN' then

@@ -15,7 +15,7 @@ if current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN' then
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[1], 'status', ARGV[2], 'completed_at', now,
   'resolved_by', ARGV[4], 'resolved_reason', ARGV[5], 'resolved_at', now)
-redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until')
+redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until', 'lookup')
 redis.call('ZREM', KEYS[2], ARGV[7])
 redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
 /**
@@ -21,7 +22,7 @@ public final class LookupUpstream extends SocketUpstream implements AutoCloseabl
     private final List<String> received = new CopyOnWriteArrayList<>();
     /** Held so that a silent connection stays open: an unreachable socket is closed when it is collected. */
     private final List<Socket> silent = new CopyOnWriteArrayList<>();
-    private volatile Function<String, Answer> answers = request -> Answer.NONE;
+    private volatile BiFunction<String, String, Answer> answers = (request, head) -> Answer.NONE;
 
     public LookupUpstream() {
         super("lookup-upstream");
@@ -42,6 +43,11 @@ public final class LookupUpstream extends SocketUpstream implements AutoCloseabl
     }
 
     public void answer(Function<String, Answer> answers) {
+        answerByHead((request, head) -> answers.apply(request));
+    }
+
+    /** The same, also given the request's whole head (request line and headers, as sent): credentials, say. */
+    public void answerByHead(BiFunction<String, String, Answer> answers) {
         this.answers = answers;
     }
 
@@ -57,9 +63,11 @@ public final class LookupUpstream extends SocketUpstream implements AutoCloseabl
     @Override
     void serve(Socket socket) {
         try {
-            String request = readRequest(socket.getInputStream());
+            String head = readHead(socket.getInputStream());
+            String[] requestLine = head.substring(0, head.indexOf("\r\n")).split(" ");
+            String request = requestLine[0] + " " + requestLine[1];
             received.add(request);
-            Answer answer = answers.apply(request);
+            Answer answer = answers.apply(request, head);
             if (answer.status() == 0) {
                 silent.add(socket); // silent until the gateway hangs up
                 return;
@@ -90,7 +98,7 @@ public final class LookupUpstream extends SocketUpstream implements AutoCloseabl
         }
     }
 
-    private static String readRequest(InputStream in) throws IOException {
+    private static String readHead(InputStream in) throws IOException {
         ByteArrayOutputStream head = new ByteArrayOutputStream();
         while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
             int b = in.read();
@@ -105,7 +113,6 @@ public final class LookupUpstream extends SocketUpstream implements AutoCloseabl
         if (at >= 0) {
             in.readNBytes(Integer.parseInt(lower.substring(at + 15, lower.indexOf("\r\n", at)).trim()));
         }
-        String[] requestLine = text.substring(0, text.indexOf("\r\n")).split(" ");
-        return requestLine[0] + " " + requestLine[1];
+        return text;
     }
 }

@@ -10,6 +10,7 @@ import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.observability.RequestOutcome;
 import dev.retrysafe.gateway.idempotency.observability.RequestReport;
 import dev.retrysafe.gateway.idempotency.observability.RequestReports;
+import dev.retrysafe.gateway.idempotency.reconcile.Reconciliation;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
@@ -18,7 +19,9 @@ import dev.retrysafe.gateway.idempotency.tenant.TenantRejected;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import java.net.URI;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -219,8 +222,25 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
     private Optional<LookupValues> lookup(GuardedRequest request) {
         return policy.reconciliation()
                 .flatMap(reconciliation -> reconciliation.template().values(request.scope().key().value(),
-                        request.body()))
+                        request.body()).map(values -> withForwardedHeaders(values, reconciliation, request)))
                 .map(values -> new LookupValues(values, policy.lookupAfter(responseTimeout(request.exchange()))));
+    }
+
+    /** The original request's headers the route's lookups carry, kept only when the route names them. */
+    private static Map<String, String> withForwardedHeaders(Map<String, String> values, Reconciliation reconciliation,
+            GuardedRequest request) {
+        if (reconciliation.forwardHeaders().isEmpty()) {
+            return values;
+        }
+        Map<String, String> kept = new LinkedHashMap<>(values);
+        HttpHeaders headers = request.exchange().getRequest().getHeaders();
+        for (String name : reconciliation.forwardHeaders()) {
+            List<String> sent = headers.get(name);
+            if (sent != null && !sent.isEmpty()) {
+                kept.put(Reconciliation.FORWARDED + name, String.join(", ", sent));
+            }
+        }
+        return kept;
     }
 
     /** The route's own response timeout, else the gateway's, if any. */

@@ -144,15 +144,17 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
 
     private static Optional<Reconciliation> reconciliation(Config c) {
         if (c.getReconcileUri() == null) {
-            if (c.getReconcileAfter() != null || c.getReconcileFound() != null || c.getReconcileNotFound() != null) {
-                throw new IllegalArgumentException("reconcile-uri is needed by reconcile-after, reconcile-found and "
-                        + "reconcile-not-found");
+            if (c.getReconcileAfter() != null || c.getReconcileFound() != null || c.getReconcileNotFound() != null
+                    || c.getReconcileHeaders() != null || c.getReconcileForwardHeaders() != null) {
+                throw new IllegalArgumentException("reconcile-uri is needed by reconcile-after, reconcile-found, "
+                        + "reconcile-not-found, reconcile-headers and reconcile-forward-headers");
             }
             return Optional.empty();
         }
         return Optional.of(new Reconciliation(LookupTemplate.parse(c.getReconcileUri()),
                 Optional.ofNullable(c.getReconcileAfter()), or(c.getReconcileFound(), 200),
-                or(c.getReconcileNotFound(), 404)));
+                or(c.getReconcileNotFound(), 404), Reconciliation.parseHeaders(or(c.getReconcileHeaders(), List.of())),
+                or(c.getReconcileForwardHeaders(), List.of())));
     }
 
     /**
@@ -258,6 +260,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         private Duration reconcileAfter;
         private Integer reconcileFound;
         private Integer reconcileNotFound;
+        private List<String> reconcileHeaders;
+        private List<String> reconcileForwardHeaders;
         private String contract;
         private String operation;
 
@@ -292,6 +296,12 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
         public void setReconcileFound(Integer reconcileFound) { this.reconcileFound = reconcileFound; }
         public Integer getReconcileNotFound() { return reconcileNotFound; }
         public void setReconcileNotFound(Integer reconcileNotFound) { this.reconcileNotFound = reconcileNotFound; }
+        public List<String> getReconcileHeaders() { return reconcileHeaders; }
+        public void setReconcileHeaders(List<String> reconcileHeaders) { this.reconcileHeaders = reconcileHeaders; }
+        public List<String> getReconcileForwardHeaders() { return reconcileForwardHeaders; }
+        public void setReconcileForwardHeaders(List<String> reconcileForwardHeaders) {
+            this.reconcileForwardHeaders = reconcileForwardHeaders;
+        }
 
         /** The name that scopes the route's records; null: the route id. */
         public String getOperation() { return operation; }

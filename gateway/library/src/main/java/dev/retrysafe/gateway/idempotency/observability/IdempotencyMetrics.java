@@ -89,7 +89,8 @@ public final class IdempotencyMetrics {
 
     /**
      * Counts one lookup of an UNCERTAIN record at its upstream by what it did: {@code found} (completed from it),
-     * {@code not-found} (released), {@code failed} (no answer to trust, asked again later).
+     * {@code not-found} (released), {@code failed} (no answer to trust, asked again later), {@code credentials}
+     * (refused with 401/403: asked again later too, but the route's lookup credentials need a fix).
      */
     public void reconciled(String route, String outcome) {
         reconciliations(route, outcome).increment();
@@ -97,7 +98,7 @@ public final class IdempotencyMetrics {
 
     /** A reconciling route's counters, at 0 from its start, so that an alert on their rate has series to read. */
     public void reconciling(String route) {
-        for (String outcome : new String[] {"found", "not-found", "failed"}) {
+        for (String outcome : new String[] {"found", "not-found", "failed", "credentials"}) {
             reconciliations(route, outcome);
         }
     }

@@ -14,9 +14,11 @@ import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.LookupResult;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -59,6 +61,8 @@ public final class Reconciler extends FleetWorker {
     private final Map<String, RouteLookup> routes = new ConcurrentHashMap<>();
     private final AtomicLong rounds = new AtomicLong();
     private final AtomicLong lookups = new AtomicLong();
+    /** Routes whose refused credentials were said at WARN: once each. */
+    private final Set<String> credentialsWarned = ConcurrentHashMap.newKeySet();
 
     /**
      * @param interval   how often this instance looks for due lookups
@@ -152,14 +156,51 @@ public final class Reconciler extends FleetWorker {
         }
         lookups.incrementAndGet();
         return http.get().uri(url.get())
-                .exchangeToMono(answer -> body(answer, route.maxStoredBytes())
-                        .map(body -> result(route, answer.statusCode().value(), headers(answer), body)))
+                .headers(headers -> credentials(due, route.reconciliation()).forEach(headers::set))
+                .exchangeToMono(answer -> body(answer, route.maxStoredBytes()).map(body -> {
+                    int status = answer.statusCode().value();
+                    LookupResult result = result(route, status, headers(answer), body);
+                    return new Looked(result, refusedCredentials(due.routeId(), route.reconciliation(), status)
+                            ? "credentials" : outcome(result));
+                }))
                 .timeout(LOOKUP_TIMEOUT)
                 .onErrorResume(e -> {
                     log.debug("Lookup of scope {} failed: {}", due.scopeHash(), e.toString());
-                    return Mono.just(new LookupResult.Failed(firstRetry, maxRetry));
+                    return Mono.just(new Looked(new LookupResult.Failed(firstRetry, maxRetry), "failed"));
                 })
-                .flatMap(result -> settle(due, route, result, outcome(result)));
+                .flatMap(looked -> settle(due, route, looked.result(), looked.outcome()));
+    }
+
+    private record Looked(LookupResult result, String outcome) {
+    }
+
+    /** The route's own lookup headers, then those kept from the original request (which win: they are its). */
+    private static Map<String, String> credentials(DueLookup due, Reconciliation reconciliation) {
+        Map<String, String> headers = new LinkedHashMap<>(reconciliation.headers());
+        due.values().forEach((name, value) -> {
+            if (name.startsWith(Reconciliation.FORWARDED)) {
+                headers.put(name.substring(Reconciliation.FORWARDED.length()), value);
+            }
+        });
+        return headers;
+    }
+
+    /**
+     * 401 or 403 (unless the route says that is "not found"): the backend wants credentials the lookup lacks, which
+     * no retry fixes. Still asked again with back-off (a token may be rotated meanwhile), but counted apart and said
+     * once per route, at WARN, naming the args that fix it; never the values.
+     */
+    private boolean refusedCredentials(String routeId, Reconciliation reconciliation, int status) {
+        if ((status != 401 && status != 403) || status == reconciliation.notFoundStatus()) {
+            return false;
+        }
+        if (credentialsWarned.add(routeId)) {
+            log.warn("Lookups of route {} are refused with {}: the backend wants credentials. Give them with "
+                    + "reconcile-headers (e.g. 'Authorization: Bearer ${BACKEND_TOKEN}') or reconcile-forward-headers; "
+                    + "its UNCERTAIN records are looked up again with back-off meanwhile, counted as "
+                    + "idempotency.reconciliations{outcome=credentials}", routeId, status);
+        }
+        return true;
     }
 
     /**

@@ -43,6 +43,8 @@ class ConfigurationMetadataTest {
             ROUTE_ARGS + "process-status-uri", // no process tracking
             ROUTE_ARGS + "reconcile-uri", // UNCERTAIN records wait for an operator
             ROUTE_ARGS + "reconcile-after", // worked out per route, from its response timeout
+            ROUTE_ARGS + "reconcile-headers", // lookups carry no header of the route's own
+            ROUTE_ARGS + "reconcile-forward-headers", // nor any of the original request
             ROUTE_ARGS + "operation"); // the route id
 
     @Test

@@ -55,7 +55,8 @@ class ReconcilerStoreBoundsTest {
                 Duration.ofSeconds(5), Duration.ofMinutes(5), STORE_TIMEOUT, Duration.ofHours(1),
                 new IdempotencyMetrics(new SimpleMeterRegistry()));
         made.reconcile("orders", new Reconciler.RouteLookup(new Reconciliation(LookupTemplate.parse("/orders/{key}"),
-                Optional.empty(), 200, 404), new StorableHeaders(Set.of()), 1024, Duration.ofHours(1)));
+                Optional.empty(), 200, 404, java.util.Map.of(), java.util.List.of()), new StorableHeaders(Set.of()), 1024,
+                Duration.ofHours(1)));
         return made;
     }
 

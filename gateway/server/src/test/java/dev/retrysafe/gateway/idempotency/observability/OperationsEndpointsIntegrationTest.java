@@ -74,7 +74,7 @@ class OperationsEndpointsIntegrationTest extends ObservabilityTestBase {
         assertThat(scrape).contains("idempotency_records_oldest_age_seconds{state=\"in-flight\"",
                 "idempotency_records_oldest_age_seconds{state=\"uncertain\"",
                 "idempotency_records_oldest_age_seconds{state=\"process-pending\"");
-        for (String outcome : Set.of("found", "not-found", "failed")) {
+        for (String outcome : Set.of("found", "not-found", "failed", "credentials")) {
             assertThat(scrape.lines().filter(line -> line.startsWith("idempotency_reconciliations_total{")
                     && line.contains("outcome=\"" + outcome + "\"") && line.contains("route=\"reconciling\"")))
                     .as("the reconciling route's %s series", outcome).isNotEmpty();

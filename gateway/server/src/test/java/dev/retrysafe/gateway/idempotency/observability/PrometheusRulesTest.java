@@ -55,7 +55,7 @@ class PrometheusRulesTest {
                 .map(line -> line.substring(line.indexOf(':') + 1).trim())
                 .toList();
         String tests = Files.readString(RULES_DIRECTORY.resolve(RULE_TESTS));
-        assertThat(alerts).hasSize(6).allSatisfy(alert -> {
+        assertThat(alerts).hasSize(7).allSatisfy(alert -> {
             assertThat(tests).as("a case where " + alert + " fires")
                     .containsPattern("alertname: " + alert + "\\n\\s+exp_alerts:\\n");
             assertThat(tests).as("a case where " + alert + " does not")

@@ -55,6 +55,11 @@ class ReconciliationIntegrationTest {
 
     /** A gateway whose route reconciles by {@code template}, its response timeout one second. */
     ConfigurableApplicationContext gateway(String template, String after) {
+        return gateway(template, after, Map.of());
+    }
+
+    /** The same, with more settings (route args under {@code args.}). */
+    ConfigurableApplicationContext gateway(String template, String after, Map<String, String> more) {
         String args = "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.";
         Map<String, String> settings = new HashMap<>(Map.of(
                 "spring.data.redis.host", "127.0.0.1",
@@ -66,6 +71,7 @@ class ReconciliationIntegrationTest {
                 "idempotency.reconcile.max-retry-delay", "200ms"));
         settings.put(args + "reconcile-uri", template);
         settings.put(args + "reconcile-after", after);
+        more.forEach((name, value) -> settings.put(name.startsWith("args.") ? args + name.substring(5) : name, value));
         return Gateways.start("http://127.0.0.1:" + upstream.port(), settings);
     }
 
@@ -134,6 +140,64 @@ class ReconciliationIntegrationTest {
         assertThat(replay.getBody()).isEqualTo(found);
         assertThat(reconciliations(gateway, "failed")).isZero();
         assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
+    /** A backend that answers lookups only with its bearer token, given from a property as a real team would. */
+    @Test
+    void anUncertainRecordOnARouteWhoseBackendWantsABearerTokenIsSettledByTheLookup() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms", Map.of(
+                "backend.lookup-token", "s3cr3t-for-lookups",
+                "args.reconcile-headers[0]", "Authorization: Bearer ${backend.lookup-token}"));
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\"}";
+        upstream.answerByHead((request, head) -> !request.startsWith(BY_KEY) ? Answer.NONE
+                : head.contains("\r\nAuthorization: Bearer s3cr3t-for-lookups\r\n") ? Answer.json(200, found)
+                : Answer.json(401, "{\"error\":\"unauthorized\"}"));
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        assertThat(send(gateway, key).getBody()).isEqualTo(found);
+        assertThat(reconciliations(gateway, "credentials")).isZero();
+    }
+
+    @Test
+    void aLookupCarriesTheOriginalRequestsForwardedHeaderAndItIsDroppedWhenTheRecordSettles() throws Exception {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms",
+                Map.of("args.reconcile-forward-headers[0]", "Authorization"));
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\"}";
+        upstream.answerByHead((request, head) -> !request.startsWith(BY_KEY) ? Answer.NONE
+                : head.contains("\r\nAuthorization: Bearer the-clients-own\r\n") ? Answer.json(200, found)
+                : Answer.json(403, "{\"error\":\"forbidden\"}"));
+        String key = UUID.randomUUID().toString();
+
+        ResponseEntity<String> first = Gateways.client(gateway).post().uri("/merchants").header("Idempotency-Key", key)
+                .header("Authorization", "Bearer the-clients-own").header("Content-Type", "application/json")
+                .bodyValue("{\"legalName\":\"ACME\",\"taxId\":\"ACME1234\"}")
+                .exchangeToMono(r -> r.toEntity(String.class)).block(WAIT);
+        assertThat(first.getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+
+        try (var redisClient = io.lettuce.core.RedisClient.create("redis://127.0.0.1:" + redis.port());
+                var connection = redisClient.connect()) {
+            List<String> records = connection.sync().keys("idempotency:{*");
+            assertThat(records).hasSize(1);
+            assertThat(connection.sync().hget(records.get(0), "state")).isEqualTo("COMPLETED");
+            assertThat(connection.sync().hexists(records.get(0), "lookup")).as("the credential went with it").isFalse();
+        }
+    }
+
+    @Test
+    void aLookupRefusedForCredentialsIsCountedAsSuchAndAskedAgain() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        upstream.answer(request -> request.startsWith(BY_KEY) ? Answer.json(401, "{\"error\":\"unauthorized\"}")
+                : Answer.NONE);
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "credentials") >= 2);
+        assertThat(reconciliations(gateway, "failed")).as("not mistaken for a backend that told nothing").isZero();
+        assertThat(upstream.received("POST /merchants")).isEqualTo(1);
     }
 
     @Test
