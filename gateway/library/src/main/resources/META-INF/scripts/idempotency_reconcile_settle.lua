@@ -3,11 +3,16 @@
 -- changed. An operator, the owner's own late answer or a new request may have settled it meanwhile; a record that is
 -- no longer UNCERTAIN with lookup values leaves the queue, a new UNCERTAIN record of the scope keeps its entry.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index   KEYS[4] the owners released from the
--- scope   KEYS[5] the records of the slot to look up (all in the record's slot)
+-- scope   KEYS[5] the records of the slot to look up   KEYS[6] pending processes of the slot (all in the record's
+-- slot)   KEYS[7] the process directory, KEYS[8] the process link: for 'found' with a process on one Redis only
 -- ARGV[1] 'found', 'not-found', 'failed' or 'drop' (the claimed record cannot be looked up: it leaves the queue)
 -- ARGV[2] owner token as claimed   ARGV[3] uncertain_at as claimed   ARGV[4] scope hash
--- 'found':     ARGV[5] encoded response   ARGV[6] status   ARGV[7] retention in ms   ARGV[8] who   ARGV[9] why
---              COMPLETED, replayed from now on; the owner token goes, so the owner's late complete is not its own
+-- 'found':     ARGV[5] encoded response   ARGV[6] status   ARGV[7] retention in ms (the hard cap while a process
+--              runs)   ARGV[8] who   ARGV[9] why   ARGV[10] the unfinished process the answer names, '' when none
+--              ARGV[11] its first poll delay in ms   ARGV[12] the record's slot tag (its entry in the directory)
+--              COMPLETED, replayed from now on; the owner token goes, so the owner's late complete is not its own;
+--              a process is queued for its polls (and linked, with KEYS[7] and KEYS[8]) as idempotency_complete.lua
+--              queues a stored 202's
 -- 'not-found': ARGV[5] how long the released owners live at least, in ms
 --              deleted, so a retry is forwarded; the owner is fenced as by an operator's release (its late complete
 --              is refused, its late reserve too) for as long as the record would have lived
@@ -46,6 +51,18 @@ if op == 'found' then
     'resolved_by', ARGV[8], 'resolved_reason', ARGV[9], 'resolved_at', now)
   redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until', 'lookup', 'lookup_delay')
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  if ARGV[10] ~= '' then
+    redis.call('HSET', KEYS[1], 'process_id', ARGV[10], 'process_state', 'PENDING', 'process_poll_delay', ARGV[11])
+    local due = now + tonumber(ARGV[11])
+    redis.call('ZADD', KEYS[6], due, ARGV[4])
+    if KEYS[8] then
+      local listed = redis.call('ZSCORE', KEYS[7], ARGV[12])
+      if not listed or tonumber(listed) > due then
+        redis.call('ZADD', KEYS[7], due, ARGV[12])
+      end
+      redis.call('SET', KEYS[8], ARGV[4], 'PX', ARGV[7])
+    end
+  end
   return 1
 end
 if op == 'not-found' then

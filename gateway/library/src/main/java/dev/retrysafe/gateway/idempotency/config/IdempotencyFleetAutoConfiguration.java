@@ -51,7 +51,8 @@ public class IdempotencyFleetAutoConfiguration {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         return new RedisReconcileQueue(connections.template(),
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
-                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()), cluster);
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),
+                properties.processPoll().initialDelay(), cluster);
     }
 
     /**

@@ -75,7 +75,8 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
                             + "gateway has no Reconciler");
                 }
                 reconciler.get().reconcile(operation, new Reconciler.RouteLookup(reconciliation,
-                        policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention()));
+                        policy.storableHeaders(), policy.maxStoredResponseBytes(), policy.retention(),
+                        policy.processTracking()));
             });
         }
         return new IdempotencyGatewayFilter(policy, services, responseTimeout);

@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.idempotency.background.ClaimRound;
 import dev.retrysafe.gateway.idempotency.background.FleetWorker;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
 import dev.retrysafe.gateway.idempotency.operator.SettlementAudit;
+import dev.retrysafe.gateway.idempotency.process.ProcessTracking;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
@@ -87,10 +88,11 @@ public final class Reconciler extends FleetWorker {
 
     /**
      * What a route's lookups need to settle a record: its reconciliation, which headers may be stored, the largest
-     * body kept, and how long a found result is replayed.
+     * body kept, how long a found result is replayed, and how the route's processes report their end (a found
+     * answer naming an unfinished process keeps the key bound until it ends, as the 202 it stands for would).
      */
     public record RouteLookup(Reconciliation reconciliation, StorableHeaders storableHeaders, int maxStoredBytes,
-            Duration retention) {
+            Duration retention, Optional<ProcessTracking> processTracking) {
     }
 
     /** A route that reconciles: the first one starts this instance's share of the lookups. */
@@ -227,8 +229,14 @@ public final class Reconciler extends FleetWorker {
             stored.removeIf(header -> header.named(RECONCILED_HEADER));
             stored.add(new ResponseHeader(RECONCILED_HEADER, "true"));
             boolean omitted = body.isEmpty();
-            return new LookupResult.Found(new StoredResponse(status, stored, body.orElse(new byte[0]), omitted),
-                    route.retention(), "the upstream's lookup answered " + status + ": found, its answer is the result");
+            StoredResponse response = new StoredResponse(status, stored, body.orElse(new byte[0]), omitted);
+            Optional<ProcessTracking> tracking = route.processTracking().filter(t -> response.isSuccessful());
+            String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
+                    .findFirst().orElse(null);
+            Optional<String> process = tracking.flatMap(t -> t.unfinishedProcess(encoding, response.body()));
+            return new LookupResult.Found(response, process.isPresent() ? tracking.get().maxRetention()
+                    : route.retention(), "the upstream's lookup answered " + status + ": found, its answer is the "
+                    + "result" + process.map(id -> ", its process " + id + " still running").orElse(""), process);
         }
         if (status == reconciliation.notFoundStatus()) {
             return new LookupResult.NotFound("the upstream's lookup answered " + status

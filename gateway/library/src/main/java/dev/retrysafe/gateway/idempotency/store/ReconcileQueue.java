@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.store;
 import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -48,8 +49,16 @@ public interface ReconcileQueue {
 
     /** What a lookup found. */
     sealed interface LookupResult {
-        /** The upstream has the request's result: it becomes the record's stored response. */
-        record Found(StoredResponse response, Duration retention, String reason) implements LookupResult {
+        /**
+         * The upstream has the request's result: it becomes the record's stored response.
+         *
+         * @param retention how long the record lives from now: the route's retention, or, when the answer names a
+         *                  process not yet ended ({@code processId}), the route's hard cap while it runs
+         * @param processId an unfinished process the answer names (on a route that tracks processes): queued for its
+         *                  status polls and linked to the record, as a stored 202 is
+         */
+        record Found(StoredResponse response, Duration retention, String reason, Optional<String> processId)
+                implements LookupResult {
         }
 
         /** The upstream never received the request: the record is released, a retry is forwarded. */

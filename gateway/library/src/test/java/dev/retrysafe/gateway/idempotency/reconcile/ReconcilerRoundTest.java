@@ -44,8 +44,8 @@ class ReconcilerRoundTest {
                 new IdempotencyMetrics(new SimpleMeterRegistry()));
         // The records keep no value for {key}: each lookup is settled "failed, ask later" without an HTTP call.
         reconciler.reconcile("orders", new Reconciler.RouteLookup(new Reconciliation(LookupTemplate.parse(
-                "/orders/{key}"), Optional.empty(), 200, 404, java.util.Map.of(), java.util.List.of()), new StorableHeaders(Set.of()), 1024,
-                Duration.ofHours(1)));
+                "/orders/{key}"), Optional.empty(), 200, 404, Map.of(), List.of()), new StorableHeaders(Set.of()), 1024,
+                Duration.ofHours(1), Optional.empty()));
 
         assertThat(reconciler.reconcileDueNow().block(WAIT)).isEqualTo(BACKLOG);
         assertThat(queue.due).isEmpty();

@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -55,8 +56,8 @@ class ReconcilerStoreBoundsTest {
                 Duration.ofSeconds(5), Duration.ofMinutes(5), STORE_TIMEOUT, Duration.ofHours(1),
                 new IdempotencyMetrics(new SimpleMeterRegistry()));
         made.reconcile("orders", new Reconciler.RouteLookup(new Reconciliation(LookupTemplate.parse("/orders/{key}"),
-                Optional.empty(), 200, 404, java.util.Map.of(), java.util.List.of()), new StorableHeaders(Set.of()), 1024,
-                Duration.ofHours(1)));
+                Optional.empty(), 200, 404, Map.of(), List.of()), new StorableHeaders(Set.of()), 1024,
+                Duration.ofHours(1), Optional.empty()));
         return made;
     }
 

@@ -916,7 +916,7 @@ public abstract class IdempotencyStoreContract {
         StoredResponse found = new StoredResponse(200, List.of(new ResponseHeader("Idempotency-Reconciled", "true")),
                 "{\"id\":\"m-1\"}".getBytes(StandardCharsets.UTF_8), false);
 
-        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Found(found, RETENTION, "found"))
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Found(found, RETENTION, "found", Optional.empty()))
                 .block(WAIT)).isTrue();
 
         assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(found);
@@ -924,6 +924,43 @@ public abstract class IdempotencyStoreContract {
         assertThat(taken(reserve(FP, OwnerToken.random())).response()).as("not overwritten").contains(found);
         letMoreThan(SHORT);
         assertThat(claimOwn(LEASE)).as("out of the queue").isEmpty();
+    }
+
+    @Test
+    void aFoundLookupNamingAnUnfinishedProcessKeepsItPendingAndQueuesItsPollsAsAStored202Would() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+        String processId = "p-" + UUID.randomUUID();
+        StoredResponse found = new StoredResponse(200, List.of(new ResponseHeader("Idempotency-Reconciled", "true")),
+                ("{\"processId\":\"" + processId + "\",\"status\":\"PENDING\"}").getBytes(StandardCharsets.UTF_8),
+                false);
+
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Found(found, RETENTION, "found",
+                Optional.of(processId))).block(WAIT)).isTrue();
+
+        IdempotencyRecord replayed = taken(reserve(FP, OwnerToken.random()));
+        assertThat(replayed.response()).contains(found);
+        assertThat(replayed.processEnded()).as("its process still runs").isFalse();
+        letMoreThan(SHORT);
+        List<ProcessQueue.DueProcess> asked = pollOwn(LEASE,
+                process -> new ProcessQueue.PollResult.Ended("COMPLETED", SHORT));
+        assertThat(asked).containsExactly(new ProcessQueue.DueProcess(scope.hash(), scope.routeId(), processId,
+                UPSTREAM));
+        assertThat(taken(reserve(FP, OwnerToken.random())).processEnded()).as("ended by its poll").isTrue();
+    }
+
+    @Test
+    void aFoundLookupsProcessIsLinkedSoThatAStatusReadEndsIt() {
+        OwnerToken owner = OwnerToken.random();
+        ReconcileQueue.DueLookup due = dueUncertain(owner);
+        String processId = "p-" + UUID.randomUUID();
+        StoredResponse found = new StoredResponse(200, List.of(), "{}".getBytes(StandardCharsets.UTF_8), false);
+        assertThat(lookups().settle(due, new ReconcileQueue.LookupResult.Found(found, RETENTION, "found",
+                Optional.of(processId))).block(WAIT)).isTrue();
+
+        assertThat(store().processEnded(scope.routeId(), processId, "COMPLETED", SHORT).block(WAIT)).isTrue();
+        letMoreThan(SHORT);
+        assertFree();
     }
 
     @Test

@@ -72,7 +72,7 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
                 SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         processes = new RedisProcessQueue(bytes, connection.cluster());
         lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL,
-                connection.cluster());
+                SHORT, connection.cluster());
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);

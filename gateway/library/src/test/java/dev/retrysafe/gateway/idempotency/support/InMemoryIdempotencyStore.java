@@ -377,6 +377,14 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
                 entry.lookup = null;
                 entry.resolvedBy = "reconciler";
                 entry.expiresAt = now + millis(found.retention());
+                if (found.processId().isPresent()) {
+                    entry.processId = found.processId().get();
+                    entry.processState = PROCESS_PENDING;
+                    entry.pollDelay = millis(firstProcessPoll);
+                    pendingProcesses.put(hash, now + entry.pollDelay);
+                    processLinks.put(processKey(entry.routeId, entry.processId),
+                            new Expiring(hash, now + found.retention().toMillis()));
+                }
             } else {
                 records.remove(hash);
                 rememberReleased(hash, new OwnerToken(due.owner()), BY_OPERATOR,

@@ -187,6 +187,49 @@ class ReconciliationIntegrationTest {
         }
     }
 
+    /**
+     * The lookup finds the write, but its process still runs: the key stays bound until the process ends (the
+     * contract counts 24 hours from the end of the process), polled by the fleet as a stored 202's process is.
+     */
+    @Test
+    void aFoundAnswerNamingARunningProcessIsTrackedUntilTheProcessEnds() throws Exception {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms", Map.of(
+                "args.process-status-uri", "/processes/{processId}",
+                "idempotency.process-poll.initial-delay", "100ms",
+                "idempotency.process-poll.max-delay", "200ms"));
+        String found = "{\"processId\":\"p-9\",\"status\":\"PENDING\"}";
+        AtomicInteger polls = new AtomicInteger();
+        upstream.answer(request -> {
+            if (request.startsWith(BY_KEY)) {
+                return Answer.json(200, found);
+            }
+            if (request.startsWith("GET /processes/p-9")) {
+                // Running for the first poll, ended at the second.
+                return Answer.json(200, polls.incrementAndGet() == 1 ? found
+                        : "{\"processId\":\"p-9\",\"status\":\"COMPLETED\"}");
+            }
+            return Answer.NONE;
+        });
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        await(() -> reconciliations(gateway, "found") == 1);
+        try (var redisClient = io.lettuce.core.RedisClient.create("redis://127.0.0.1:" + redis.port());
+                var connection = redisClient.connect()) {
+            List<String> records = connection.sync().keys("idempotency:{*");
+            assertThat(records).hasSize(1);
+            String record = records.get(0);
+            assertThat(connection.sync().hget(record, "state")).isEqualTo("COMPLETED");
+            await(() -> "ENDED".equals(connection.sync().hget(record, "process_state")));
+            assertThat(connection.sync().hget(record, "process_id")).isEqualTo("p-9");
+            assertThat(polls.get()).as("polled while it ran, and once more to see it end").isEqualTo(2);
+            assertThat(connection.sync().pttl(record)).as("kept for the retention from the process's end")
+                    .isBetween(Duration.ofHours(23).toMillis(), Duration.ofHours(24).toMillis());
+        }
+        assertThat(send(gateway, key).getBody()).isEqualTo(found);
+        assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
     @Test
     void aLookupRefusedForCredentialsIsCountedAsSuchAndAskedAgain() {
         gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
@@ -213,7 +256,7 @@ class ReconciliationIntegrationTest {
 
         assertThat(upstream.received(BY_KEY)).as("40 rounds of looking for due lookups, none due").isZero();
         assertThat(gateway.getBean(MeterRegistry.class).find("idempotency.reconciliations").counters())
-                .as("the route's counters are there from its start, at 0").hasSize(3)
+                .as("the route's counters are there from its start, at 0").hasSize(4)
                 .allSatisfy(counter -> assertThat(counter.count()).isZero());
         assertThat(reconciler.lookups()).isZero();
         assertThat(send(gateway, key).getStatusCode().value()).as("still UNCERTAIN").isEqualTo(409);

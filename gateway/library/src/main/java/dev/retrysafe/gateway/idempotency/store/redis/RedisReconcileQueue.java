@@ -1,11 +1,14 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.LOOKUPS;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.PROCESSES;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.inFlightKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.processLinkKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.releasedOwnersKey;
+import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.slotTag;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.uncertainKey;
 
@@ -34,18 +37,27 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     private final StoredResponseCodec responses;
     private final LookupValuesCodec values;
     private final Duration releasedOwnersTtl;
+    private final Duration firstProcessPoll;
+    private final boolean cluster;
     private final RedisFleetQueue queue;
+    /** For a found answer that names an unfinished process: its first poll is queued as a stored 202's is. */
+    private final RedisFleetQueue processes;
 
     /**
      * @param compressAbove     and {@code encryption}: as the store's, so a found answer is stored as a response is
      * @param releasedOwnersTtl how long, at least, a released record's owner stays fenced
+     * @param firstProcessPoll  when a found answer's unfinished process is first polled, as after a stored 202
      * @param cluster           a Redis Cluster: the slots' queues are read a master at a time to restore the
      *                          directory ({@link UnsettledIndex})
      */
     public RedisReconcileQueue(ReactiveRedisTemplate<String, byte[]> redis, int compressAbove,
-            EncryptionKeys encryption, Duration releasedOwnersTtl, boolean cluster) {
+            EncryptionKeys encryption, Duration releasedOwnersTtl, Duration firstProcessPoll, boolean cluster) {
         this.redis = redis;
-        this.queue = new RedisFleetQueue(redis, new UnsettledIndex(redis, cluster), LOOKUPS);
+        UnsettledIndex index = new UnsettledIndex(redis, cluster);
+        this.queue = new RedisFleetQueue(redis, index, LOOKUPS);
+        this.processes = new RedisFleetQueue(redis, index, PROCESSES);
+        this.firstProcessPoll = firstProcessPoll;
+        this.cluster = cluster;
         this.responses = new StoredResponseCodec(compressAbove, encryption);
         this.values = new LookupValuesCodec(encryption);
         this.releasedOwnersTtl = releasedOwnersTtl;
@@ -106,11 +118,7 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     public Mono<Boolean> settle(DueLookup due, LookupResult result) {
         String since = Long.toString(due.uncertainSince());
         if (result instanceof LookupResult.Found found) {
-            return run("found", due.owner(), since, due.scopeHash(), List.of(
-                    responses.encode(found.response(), due.scopeHash()),
-                    bytes(Integer.toString(found.response().status())), millis(found.retention()),
-                    bytes("reconciler"), bytes(found.reason())))
-                    .map(done -> done > 0);
+            return settleFound(due, since, found);
         }
         if (result instanceof LookupResult.NotFound) {
             return run("not-found", due.owner(), since, due.scopeHash(), List.of(millis(releasedOwnersTtl)))
@@ -125,11 +133,46 @@ public final class RedisReconcileQueue implements ReconcileQueue {
                         : Mono.just(false));
     }
 
+    /**
+     * Completed from the answer; an unfinished process it names is queued for its polls and, on one Redis, linked and
+     * its slot brought forward in the directory in the same step. On a Cluster the directory and the link live in
+     * other slots: written around the step, as the store's complete does, and a failure of theirs costs nothing but
+     * a later look (an unlinked process is still polled).
+     */
+    private Mono<Boolean> settleFound(DueLookup due, String since, LookupResult.Found found) {
+        String scopeHash = due.scopeHash();
+        List<byte[]> args = List.of(responses.encode(found.response(), scopeHash),
+                bytes(Integer.toString(found.response().status())), millis(found.retention()), bytes("reconciler"),
+                bytes(found.reason()), bytes(found.processId().orElse("")), millis(firstProcessPoll),
+                bytes(slotTag(scopeHash)));
+        if (found.processId().isEmpty()) {
+            return run("found", due.owner(), since, scopeHash, args, List.of()).map(done -> done > 0);
+        }
+        String link = processLinkKey(due.routeId(), found.processId().get());
+        if (!cluster) {
+            return run("found", due.owner(), since, scopeHash, args, List.of(PROCESSES.directory(), link))
+                    .map(done -> done > 0);
+        }
+        return processes.lookSoon(scopeHash, firstProcessPoll).onErrorComplete()
+                .then(run("found", due.owner(), since, scopeHash, args, List.of()))
+                .flatMap(done -> done <= 0 ? Mono.just(false)
+                        : Mono.when(processes.lookSoon(scopeHash, firstProcessPoll).onErrorComplete(),
+                                redis.opsForValue().set(link, bytes(scopeHash), found.retention()).onErrorComplete())
+                                .thenReturn(true));
+    }
+
     private Mono<Long> run(String op, String owner, String since, String scopeHash, List<byte[]> more) {
+        return run(op, owner, since, scopeHash, more, List.of());
+    }
+
+    private Mono<Long> run(String op, String owner, String since, String scopeHash, List<byte[]> more,
+            List<String> otherSlotKeys) {
         List<byte[]> args = new ArrayList<>(List.of(bytes(op), bytes(owner), bytes(since), bytes(scopeHash)));
         args.addAll(more);
-        return redis.execute(SETTLE, List.of(recordKey(scopeHash), inFlightKey(scopeHash), uncertainKey(scopeHash),
-                        releasedOwnersKey(scopeHash), LOOKUPS.queueKey(scopeHash)), args)
-                .next();
+        List<String> keys = new ArrayList<>(List.of(recordKey(scopeHash), inFlightKey(scopeHash),
+                uncertainKey(scopeHash), releasedOwnersKey(scopeHash), LOOKUPS.queueKey(scopeHash),
+                PROCESSES.queueKey(scopeHash)));
+        keys.addAll(otherSlotKeys);
+        return redis.execute(SETTLE, keys, args).next();
     }
 }

@@ -171,7 +171,7 @@ class FleetQueueContractTest {
 
         private static RedisReconcileQueue lookups() {
             return new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(),
-                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, false);
+                    RedisIdempotencyStore.RELEASED_OWNERS_TTL, Duration.ofSeconds(1), false);
         }
 
         private static List<String> own(IdempotencyScope scope, List<String> claimed) {
