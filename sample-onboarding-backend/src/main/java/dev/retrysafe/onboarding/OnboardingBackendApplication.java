@@ -31,7 +31,10 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 
 /**
  * A legacy-style onboarding service: it accepts merchant writes with 202, finishes them later, and has no
- * idempotency of its own, so a retried POST creates a second merchant.
+ * idempotency of its own, so a retried POST creates a second merchant. Its lookup of a write by the key it was sent
+ * with ({@code GET /processes/by-idempotency-key/{key}}, what the gateway's reconciliation asks) wants
+ * {@code Authorization: Bearer <onboarding.lookup-token>} (env {@code ONBOARDING_LOOKUP_TOKEN}, a development default
+ * otherwise) and answers 401 without it.
  *
  * <p>The gateway's tests run this in their own JVM, next to the gateway, with the gateway's classpath.
  * Hence four deliberate choices:

@@ -1,6 +1,8 @@
 package dev.retrysafe.onboarding;
 
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 
 import reactor.core.publisher.Mono;
 
@@ -14,7 +16,7 @@ import org.springframework.web.server.ServerWebInputException;
 /** The HTTP side of the backend; the routes are in {@link OnboardingBackendApplication#onboardingRoutes}. */
 class OnboardingHandler {
 
-    /** A JSON error body, for 400 and 404. */
+    /** A JSON error body, for 400, 401 and 404. */
     record ApiError(String error, String message) {
     }
 
@@ -24,9 +26,16 @@ class OnboardingHandler {
 
     private final WriteLog writeLog;
 
+    private final byte[] lookupAuthorization;
+
     OnboardingHandler(OnboardingLedger ledger, OnboardingProperties properties, WriteLog writeLog) {
         this.ledger = ledger;
         this.writeLog = writeLog;
+        if (properties.lookupToken().isBlank()) {
+            throw new IllegalArgumentException("onboarding.lookup-token (ONBOARDING_LOOKUP_TOKEN) must not be empty: "
+                    + "an empty token would let any 'Authorization: Bearer ' look writes up");
+        }
+        this.lookupAuthorization = ("Bearer " + properties.lookupToken()).getBytes(StandardCharsets.UTF_8);
         this.retryAfterSeconds = Long.toString(properties.retryAfter().toSeconds());
     }
 
@@ -85,9 +94,21 @@ class OnboardingHandler {
      * 200 with its process (the 202's body, its status as it stands now), or 404: never received.
      */
     Mono<ServerResponse> processByIdempotencyKey(ServerRequest request) {
+        if (!bearsTheLookupToken(request)) {
+            return ServerResponse.status(HttpStatus.UNAUTHORIZED).header(HttpHeaders.WWW_AUTHENTICATE, "Bearer")
+                    .contentType(MediaType.APPLICATION_JSON)
+                    .bodyValue(new ApiError("unauthorized", "this lookup needs Authorization: Bearer <lookup token>"));
+        }
         return ledger.processByIdempotencyKey(request.pathVariable("key"))
                 .map(process -> ServerResponse.ok().contentType(MediaType.APPLICATION_JSON).bodyValue(process))
                 .orElseGet(() -> error(HttpStatus.NOT_FOUND, "not_found", "no write with this idempotency key"));
+    }
+
+    /** Exactly one Authorization header with the lookup token, compared in constant time. */
+    private boolean bearsTheLookupToken(ServerRequest request) {
+        var sent = request.headers().header(HttpHeaders.AUTHORIZATION);
+        return sent.size() == 1
+                && MessageDigest.isEqual(sent.get(0).getBytes(StandardCharsets.UTF_8), lookupAuthorization);
     }
 
     /** A merchant by its business reference, once its create has been processed. */

@@ -32,6 +32,11 @@ class OnboardingBackendTest {
     private static final ParameterizedTypeReference<Map<String, Object>> JSON = new ParameterizedTypeReference<>() {
     };
 
+    /** The fast backend keeps the development default; the slow one is given its own, as a deployment would. */
+    private static final String FAST_LOOKUP = "Bearer " + OnboardingProperties.DEVELOPMENT_LOOKUP_TOKEN;
+
+    private static final String SLOW_LOOKUP_TOKEN = "slow-backend-lookup-token";
+
     private static ConfigurableApplicationContext fast;
 
     private static ConfigurableApplicationContext slow;
@@ -48,7 +53,7 @@ class OnboardingBackendTest {
     static void startBackends() {
         fast = OnboardingBackendApplication.start("--server.port=0", "--onboarding.processing-delay=100ms");
         slow = OnboardingBackendApplication.start("--server.port=0", "--onboarding.processing-delay=10m",
-                "--onboarding.retry-after=7s");
+                "--onboarding.retry-after=7s", "--onboarding.lookup-token=" + SLOW_LOOKUP_TOKEN);
         client = WebTestClient.bindToServer().baseUrl(baseUrl(fast)).build();
         slowClient = WebTestClient.bindToServer().baseUrl(baseUrl(slow)).build();
         poller = WebClient.create(baseUrl(fast));
@@ -119,7 +124,8 @@ class OnboardingBackendTest {
                 .expectStatus().isAccepted()
                 .expectBody(JSON).returnResult().getResponseBody().get("processId").toString();
 
-        client.get().uri("/processes/by-idempotency-key/{key}", key).exchange()
+        client.get().uri("/processes/by-idempotency-key/{key}", key).header(HttpHeaders.AUTHORIZATION, FAST_LOOKUP)
+                .exchange()
                 .expectStatus().isOk()
                 .expectBody().jsonPath("$.processId").isEqualTo(processId);
         awaitOutcome(processId);
@@ -127,8 +133,36 @@ class OnboardingBackendTest {
                 .expectStatus().isOk()
                 .expectBody().jsonPath("$.legalName").isEqualTo("Lookup Co");
 
-        client.get().uri("/processes/by-idempotency-key/never-sent-key").exchange().expectStatus().isNotFound();
+        client.get().uri("/processes/by-idempotency-key/never-sent-key").header(HttpHeaders.AUTHORIZATION, FAST_LOOKUP)
+                .exchange().expectStatus().isNotFound();
         client.get().uri("/merchants/by-tax-id/NOSUCH1234").exchange().expectStatus().isNotFound();
+    }
+
+    /**
+     * The lookup by key says which writes this backend received, so it wants the lookup token, as a real team's
+     * would: without it, with another, or sent twice it is 401 and says nothing, whether the write exists or not.
+     */
+    @Test
+    void theLookupByIdempotencyKeyRequiresTheBearerToken() {
+        String key = "guarded-" + java.util.UUID.randomUUID();
+        slowClient.post().uri("/merchants").contentType(MediaType.APPLICATION_JSON).header("Idempotency-Key", key)
+                .bodyValue(merchant("Guarded Co", "GUARD12345")).exchange().expectStatus().isAccepted();
+
+        for (String other : List.of(key, "never-sent-key")) {
+            slowClient.get().uri("/processes/by-idempotency-key/{key}", other).exchange()
+                    .expectStatus().isUnauthorized()
+                    .expectHeader().valueEquals(HttpHeaders.WWW_AUTHENTICATE, "Bearer")
+                    .expectBody().jsonPath("$.error").isEqualTo("unauthorized");
+        }
+        slowClient.get().uri("/processes/by-idempotency-key/{key}", key)
+                .header(HttpHeaders.AUTHORIZATION, FAST_LOOKUP).exchange().expectStatus().isUnauthorized();
+        slowClient.get().uri("/processes/by-idempotency-key/{key}", key)
+                .header(HttpHeaders.AUTHORIZATION, "Bearer " + SLOW_LOOKUP_TOKEN, "Bearer " + SLOW_LOOKUP_TOKEN)
+                .exchange().expectStatus().isUnauthorized();
+        slowClient.get().uri("/processes/by-idempotency-key/{key}", key)
+                .header(HttpHeaders.AUTHORIZATION, "Bearer " + SLOW_LOOKUP_TOKEN).exchange().expectStatus().isOk();
+        assertThat(fast.getEnvironment().getProperty("onboarding.lookup-token"))
+                .as("out of the box, no ONBOARDING_LOOKUP_TOKEN").isEqualTo(OnboardingProperties.DEVELOPMENT_LOOKUP_TOKEN);
     }
 
     @Test

@@ -25,7 +25,6 @@ import org.springframework.context.annotation.FilterType;
         @ComponentScan.Filter(type = FilterType.ANNOTATION, classes = ManagementContextConfiguration.class)})
 public class IdempotencyGatewayApplication {
     public static void main(String[] args) {
-        KeepAliveReadStall.avoid();
         SpringApplication.run(IdempotencyGatewayApplication.class, args);
     }
 }

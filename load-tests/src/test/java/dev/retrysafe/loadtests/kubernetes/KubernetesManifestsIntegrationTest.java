@@ -198,7 +198,7 @@ class KubernetesManifestsIntegrationTest {
             assertThat(answer.body()).contains("\"status\":\"UP\"");
         }
         // And again and again on one kept-alive connection, right after start, as a Service's clients reuse theirs:
-        // Reactor Netty 1.3.6 could stop reading such a connection for good (KeepAliveReadStall in the server).
+        // Reactor Netty 1.3.6 could stop reading such a connection for good (KeepAliveReadStall in the library).
         for (int i = 0; i < 100; i++) {
             Map<String, Object> httpGet = KubernetesSet.map(set.container(), i % 2 == 0 ? "livenessProbe"
                     : "readinessProbe", "httpGet");

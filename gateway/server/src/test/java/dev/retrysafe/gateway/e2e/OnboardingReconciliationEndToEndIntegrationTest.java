@@ -30,7 +30,9 @@ import reactor.core.publisher.Mono;
  * The shipped Onboarding route's reconciliation ({@code config/application.yml}: {@code reconcile-uri} by the
  * forwarded key, {@code reconcile-after} left to its default, twice the response timeout) against the real sample
  * backend: the backend accepts the write but its 202 is held on the way back past the gateway's response timeout, so
- * the record is UNCERTAIN; the lookup then finds the write, and the client's retry gets its process id.
+ * the record is UNCERTAIN; the lookup then finds the write, and the client's retry gets its process id. The backend's
+ * lookup wants a bearer token, given to both as a deployment would ({@code ONBOARDING_LOOKUP_TOKEN}, not the
+ * development default): the route's {@code reconcile-headers} send it.
  */
 @SpringBootTest(classes = IdempotencyGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
@@ -41,7 +43,9 @@ import reactor.core.publisher.Mono;
                 "idempotency.record-counts.enabled=false"})
 @ActiveProfiles("local")
 class OnboardingReconciliationEndToEndIntegrationTest {
-    static final ConfigurableApplicationContext backend = OnboardingBackendApplication.start("--server.port=0");
+    static final String LOOKUP_TOKEN = "e2e-lookup-token-" + UUID.randomUUID();
+    static final ConfigurableApplicationContext backend = OnboardingBackendApplication.start("--server.port=0",
+            "--onboarding.lookup-token=" + LOOKUP_TOKEN);
     static final TcpHop link = hop();
     static final ParameterizedTypeReference<Map<String, Object>> JSON = new ParameterizedTypeReference<>() {};
 
@@ -60,6 +64,8 @@ class OnboardingReconciliationEndToEndIntegrationTest {
     @DynamicPropertySource
     static void backendUri(DynamicPropertyRegistry registry) {
         registry.add("onboarding.uri", () -> "http://127.0.0.1:" + link.port());
+        // As the environment variable a deployment sets, which config/application.yml's placeholder reads.
+        registry.add("ONBOARDING_LOOKUP_TOKEN", () -> LOOKUP_TOKEN);
     }
 
     @AfterAll
@@ -90,6 +96,25 @@ class OnboardingReconciliationEndToEndIntegrationTest {
         assertThat(replay.getHeaders().getFirst("Idempotency-Reconciled")).isEqualTo("true");
         assertThat(replay.getBody()).containsEntry("processId", processId);
         assertThat(ledger.writeRequests()).as("the write reached the backend once").isEqualTo(1);
+    }
+
+    /** The lookup the gateway makes, sent through the pass-through process route: without the token it tells nothing. */
+    @Test
+    void theBackendsLookupIsRefusedWithoutTheTokenTheRouteSends() {
+        String key = UUID.randomUUID().toString();
+        WebClient gateway = WebClient.create("http://127.0.0.1:" + port);
+
+        assertThat(lookUp(gateway.get().uri("/processes/by-idempotency-key/{key}", key))).isEqualTo(401);
+        assertThat(lookUp(gateway.get().uri("/processes/by-idempotency-key/{key}", key)
+                .header("Authorization", "Bearer onboarding-dev-lookup-token"))).as("the development default")
+                .isEqualTo(401);
+        assertThat(lookUp(gateway.get().uri("/processes/by-idempotency-key/{key}", key)
+                .header("Authorization", "Bearer " + LOOKUP_TOKEN))).as("never received").isEqualTo(404);
+    }
+
+    static int lookUp(WebClient.RequestHeadersSpec<?> request) {
+        return request.exchangeToMono(response -> response.releaseBody().thenReturn(response.statusCode().value()))
+                .block(Duration.ofSeconds(30));
     }
 
     ResponseEntity<Map<String, Object>> create(String key, String body) {

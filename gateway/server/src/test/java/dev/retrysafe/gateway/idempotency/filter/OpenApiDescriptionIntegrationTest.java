@@ -13,6 +13,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retrysafe.gateway.idempotency.openapi.IdempotencyOpenApiAutoConfiguration;
 import io.swagger.v3.oas.models.OpenAPI;
+import io.swagger.v3.oas.models.parameters.Parameter;
 import io.swagger.v3.parser.OpenAPIV3Parser;
 import io.swagger.v3.parser.core.models.ParseOptions;
 import io.swagger.v3.parser.core.models.SwaggerParseResult;
@@ -83,6 +84,28 @@ class OpenApiDescriptionIntegrationTest extends GatewayFilterTestBase {
         assertThat(api.getComponents().getParameters().get("IdempotencyKey").getName()).isEqualTo("Idempotency-Key");
         assertThat(api.getComponents().getResponses().get("IdempotencyUnavailable").getHeaders().get("Retry-After")
                 .get$ref()).isEqualTo("#/components/headers/RetryAfterAlways");
+    }
+
+    /**
+     * A route that takes its key from the body (the shared context's {@code /events}, {@code key-from: body:/id})
+     * never reads the header: the description has a parameter for its operations that does not require it, as the
+     * gateway, which forwards such a request without the header, does not.
+     */
+    @Test
+    void theKeyHeaderIsRequiredOnAHeaderRouteAndNotOnARouteThatTakesItsKeyFromTheBody() {
+        OpenAPI api = new OpenAPIV3Parser().readContents(yaml, null, new ParseOptions()).getOpenAPI();
+        Parameter header = api.getComponents().getParameters().get("IdempotencyKey");
+        Parameter fromBody = api.getComponents().getParameters().get("IdempotencyKeyOptional");
+        assertThat(header.getRequired()).isTrue();
+        assertThat(fromBody).as("a parameter for key-from: body routes").isNotNull();
+        assertThat(fromBody.getName()).isEqualTo("Idempotency-Key");
+        assertThat(fromBody.getIn()).isEqualTo("header");
+        assertThat(fromBody.getRequired()).isFalse();
+
+        upstream.stubFor(post(urlEqualTo("/events/openapi")).willReturn(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withBody("{\"received\":true}")));
+        client.post().uri("/events/openapi").contentType(MediaType.APPLICATION_JSON)
+                .bodyValue("{\"id\":\"evt_" + newKey() + "\"}").exchange().expectStatus().isOk();
     }
 
     @Test

@@ -1,11 +1,14 @@
-package dev.retrysafe.gateway;
+package dev.retrysafe.gateway.idempotency.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.SpringApplication;
+import org.springframework.mock.env.MockEnvironment;
 
+/** The system property Reactor Netty reads, set unless the application gave its own value. */
 class KeepAliveReadStallTest {
     private String before;
 
@@ -25,8 +28,8 @@ class KeepAliveReadStallTest {
     }
 
     @Test
-    void theServerAsksReactorNettyToEndAnExchangeBeforeReadingTheNextRequest() {
-        KeepAliveReadStall.avoid();
+    void reactorNettyIsAskedToEndAnExchangeBeforeReadingTheNextRequest() {
+        new KeepAliveReadStall().postProcessEnvironment(new MockEnvironment(), new SpringApplication());
 
         assertThat(System.getProperty(KeepAliveReadStall.PROPERTY)).isEqualTo("true");
     }
@@ -35,7 +38,16 @@ class KeepAliveReadStallTest {
     void aValueGivenOnTheCommandLineWins() {
         System.setProperty(KeepAliveReadStall.PROPERTY, "false");
 
-        KeepAliveReadStall.avoid();
+        new KeepAliveReadStall().postProcessEnvironment(new MockEnvironment()
+                .withProperty(KeepAliveReadStall.PROPERTY, "true"), new SpringApplication());
+
+        assertThat(System.getProperty(KeepAliveReadStall.PROPERTY)).isEqualTo("false");
+    }
+
+    @Test
+    void aValueInTheApplicationsConfigurationBecomesTheSystemProperty() {
+        new KeepAliveReadStall().postProcessEnvironment(new MockEnvironment()
+                .withProperty(KeepAliveReadStall.PROPERTY, "false"), new SpringApplication());
 
         assertThat(System.getProperty(KeepAliveReadStall.PROPERTY)).isEqualTo("false");
     }
