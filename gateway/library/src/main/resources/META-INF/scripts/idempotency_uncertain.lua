@@ -2,14 +2,21 @@
 -- bound, and wake up waiters so they stop waiting for a result that will not come.
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- KEYS[4] the records of the slot to look up at their upstream: a record its reservation gave lookup values enters
--- it, due its lookup delay from now
+-- it, due its lookup delay from now   KEYS[5] the owners released from the scope (hash: owner token -> how)
 -- ARGV[1] owner token   ARGV[2] reason   ARGV[3] ttl in ms   ARGV[4] wake-up channel   ARGV[5] scope hash
 -- ARGV[6] '1' to SPUBLISH the wake-up
+-- ARGV[7] for a record written anew, '\n'-separated: fingerprint, operation (the 'route' field), tenant, upstream,
+-- strict fingerprint, fingerprint rules, route id (format 2, as idempotency_complete.lua writes one)
+-- ARGV[8] its encoded lookup values, '' when the route does not reconcile   ARGV[9] its lookup delay in ms
+-- A record that vanished while its request was out (Redis restarted without persistence, a failover to a replica
+-- that had not seen it) is written anew UNCERTAIN, as a late complete writes it COMPLETED: without it the retry
+-- would be forwarded as if the request had never been sent. Not for an owner released from the scope: a release
+-- deletes the record on purpose.
 -- The owner's own record that turned UNCERTAIN because its lease lapsed (a reserve found it unrenewed while the owner
 -- still waited for the upstream) is marked too: the owner knows the true reason, the lapse only guessed one. Its
 -- uncertain_at stays, it has been uncertain since then.
--- Returns 1 marked, 3 marked and queued for a lookup, 2 already marked by this owner for this reason (a retry whose first attempt landed),
--- 0 not this owner's to mark.
+-- Returns 1 marked, 3 marked and queued for a lookup, 2 already marked by this owner for this reason (a retry whose
+-- first attempt landed), 4 written anew, 5 written anew and queued for a lookup, 0 not this owner's to mark.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason', 'lease_until',
@@ -23,6 +30,35 @@ end
 -- The reason tells a retry of the owner's own mark from another mark.
 if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[4] == ARGV[2] then
   return 2
+end
+if not current[1] then
+  if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 then
+    return 0
+  end
+  local fingerprint, route, tenant, upstream, strict, rules, route_id = string.match(ARGV[7],
+    '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
+  redis.call('HSET', KEYS[1], 'state', 'UNCERTAIN', 'fingerprint', fingerprint, 'owner', ARGV[1], 'route', route,
+    'tenant', tenant, 'upstream', upstream, 'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2,
+    'uncertain_at', now, 'uncertain_reason', ARGV[2])
+  -- As idempotency_reserve.lua writes a new record: each optional field only where it says something.
+  if rules ~= 'c1' then
+    redis.call('HSET', KEYS[1], 'rules', rules)
+  end
+  if strict ~= fingerprint then
+    redis.call('HSET', KEYS[1], 'strict', strict)
+  end
+  if route_id ~= route then
+    redis.call('HSET', KEYS[1], 'route_id', route_id)
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('ZREM', KEYS[2], ARGV[5])
+  redis.call('ZADD', KEYS[3], now, ARGV[5])
+  if ARGV[8] ~= '' then
+    redis.call('HSET', KEYS[1], 'lookup', ARGV[8], 'lookup_after', ARGV[9])
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[9]), ARGV[5])
+    return 5
+  end
+  return 4
 end
 if current[1] ~= 'IN_FLIGHT' or current[2] ~= ARGV[1] then
   return 0

@@ -31,6 +31,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
+import dev.retrysafe.gateway.support.Marks;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -148,7 +149,7 @@ class RedisClusterIntegrationTest {
             OwnerToken owner = OwnerToken.random();
             store.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("c".repeat(64))), owner, Duration.ofMinutes(1),
                     Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
-            store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(Duration.ofSeconds(10));
+            store.markUncertain(Marks.uncertain(scope, owner, "response timeout", Duration.ofHours(1))).block(Duration.ofSeconds(10));
             uncertain.add(scope.hash());
             masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
         }

@@ -178,22 +178,23 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
 
     private Mono<Void> guarded(GuardedRequest request) {
         request.report().scope(request.scope());
-        return new ReservationLoop(route, request, lookup(request)).answer()
-                .flatMap(answer -> apply(answer, request));
+        Optional<LookupValues> lookup = lookup(request);
+        return new ReservationLoop(route, request, lookup).answer()
+                .flatMap(answer -> apply(answer, request, lookup));
     }
 
     /** The one place an answer becomes a response, the report's outcome and, where there is one, an event. */
-    private Mono<Void> apply(Answer answer, GuardedRequest request) {
+    private Mono<Void> apply(Answer answer, GuardedRequest request, Optional<LookupValues> lookup) {
         ServerWebExchange exchange = request.exchange();
         RequestReport report = request.report();
         if (answer instanceof Answer.Forward) {
-            return new UpstreamExchange(route, request).send(request.chain(), stallLimits(exchange));
+            return new UpstreamExchange(route, request, lookup).send(request.chain(), stallLimits(exchange));
         }
         if (answer instanceof Answer.Replay replay) {
             report.outcome(RequestOutcome.REPLAY);
             return responses.replay(exchange, replay.response())
                     .onErrorResume(StoredResponseUnreadable.class,
-                            e -> apply(new Answer.ReplayUnreadable(e), request));
+                            e -> apply(new Answer.ReplayUnreadable(e), request, lookup));
         }
         if (answer instanceof Answer.Refusal refusal) {
             return refuse(exchange, report, refusal);

@@ -14,8 +14,10 @@ import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
+import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.StoreCall;
+import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import java.net.ConnectException;
 import java.net.UnknownHostException;
 import java.time.Duration;
@@ -64,6 +66,7 @@ final class UpstreamExchange {
     private final Fingerprints fingerprints;
     private final byte[] body;
     private final String upstream;
+    private final Optional<LookupValues> lookup;
     private final RequestReport report;
     private final RoutePolicy policy;
     private final IdempotencyStore store;
@@ -76,7 +79,9 @@ final class UpstreamExchange {
     private final Sinks.Empty<Void> nothingToLink = Sinks.empty();
     private volatile long lastProgressNanos = System.nanoTime();
 
-    UpstreamExchange(GuardedRoute route, GuardedRequest request) {
+    /** @param lookup on a reconciling route, the values its lookup names (a record written anew keeps them) */
+    UpstreamExchange(GuardedRoute route, GuardedRequest request, Optional<LookupValues> lookup) {
+        this.lookup = lookup;
         this.exchange = request.exchange();
         this.scope = request.scope();
         this.owner = request.owner();
@@ -333,7 +338,8 @@ final class UpstreamExchange {
      */
     private Mono<Void> markUncertain(String reason) {
         return StoreCall.retriedFor(policy.settleRetrySpan(), policy.storeTimeout(),
-                        () -> store.markUncertain(scope, owner, reason, policy.unsettledRecordTtl()))
+                        () -> store.markUncertain(new UncertainMark(scope, owner, reason, policy.unsettledRecordTtl(),
+                                fingerprints, upstream, lookup)))
                 .doOnNext(result -> events.markedUncertain(scope, reason, result))
                 .onErrorResume(e -> {
                     log.error("Scope {} could not be marked uncertain while its record may exist ({}); it becomes "

@@ -59,7 +59,7 @@ public final class IdempotencyEvents implements ProcessEndEvents {
         switch (result) {
             case DONE -> log.debug("Released scope {}", scope.hash());
             case ALREADY_DONE -> retryConfirmed(scope, "reservation released");
-            case NOT_OWNER -> notOwner(scope, "Reservation not released");
+            case NOT_OWNER, RESTORED -> notOwner(scope, "Reservation not released");
         }
     }
 
@@ -71,6 +71,12 @@ public final class IdempotencyEvents implements ProcessEndEvents {
                 retryConfirmed(scope, "marked UNCERTAIN");
             }
             case NOT_OWNER -> notOwner(scope, "Not marked UNCERTAIN");
+            case RESTORED -> {
+                log.warn("Scope {} written anew as UNCERTAIN ({}): its record had vanished while the request was out "
+                        + "(Redis restarted without persistence?), and its retry must not be forwarded blindly",
+                        scope.hash(), reason);
+                increment("store-restored", scope);
+            }
         }
     }
 

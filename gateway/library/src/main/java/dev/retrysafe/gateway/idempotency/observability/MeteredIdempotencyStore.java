@@ -9,6 +9,7 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -55,8 +56,8 @@ public final class MeteredIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
-        return timed("mark-uncertain", scope, store.markUncertain(scope, owner, reason, ttl));
+    public Mono<SettleResult> markUncertain(UncertainMark mark) {
+        return timed("mark-uncertain", mark.scope(), store.markUncertain(mark));
     }
 
     @Override

@@ -38,9 +38,11 @@ public interface IdempotencyStore {
 
     /**
      * Marks the owner's in-flight record UNCERTAIN: sent, but no complete answer; or gives the true reason on the
-     * owner's record that turned UNCERTAIN when its lease lapsed. Emits what it did.
+     * owner's record that turned UNCERTAIN when its lease lapsed; or, when the record vanished (Redis lost it), writes
+     * it anew UNCERTAIN ({@link SettleResult#RESTORED}), unless the owner was released from the scope. Emits what it
+     * did.
      */
-    Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl);
+    Mono<SettleResult> markUncertain(UncertainMark mark);
 
     /**
      * Records that a linked process ended: from now on the record lives {@code retention}. {@code operation} is the
@@ -91,6 +93,8 @@ public interface IdempotencyStore {
         /** This owner had already done it: a retried call whose first attempt took effect, its answer came late. */
         ALREADY_DONE,
         /** Someone else owns the record, or it is settled otherwise (an operator): nothing written. */
-        NOT_OWNER
+        NOT_OWNER,
+        /** The record had vanished (Redis lost it): written anew as the step leaves it (UNCERTAIN marks only). */
+        RESTORED
     }
 }

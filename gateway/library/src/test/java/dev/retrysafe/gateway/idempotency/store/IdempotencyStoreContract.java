@@ -12,6 +12,7 @@ import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -197,7 +198,7 @@ public abstract class IdempotencyStoreContract {
     void anotherFingerprintSeesAnUncertainRecordAsUncertain() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT);
 
         assertThat(taken(reserve(OTHER_FP, OwnerToken.random())))
                 .isEqualTo(new IdempotencyRecord(RecordState.UNCERTAIN, FP, Optional.empty(), false));
@@ -263,7 +264,7 @@ public abstract class IdempotencyStoreContract {
         assertThat(store().renew(scope, owner, LEASE).block(WAIT)).as("no record").isFalse();
 
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT);
         assertThat(store().renew(scope, owner, LEASE).block(WAIT)).as("uncertain").isFalse();
 
         complete(owner, response("done"));
@@ -276,7 +277,7 @@ public abstract class IdempotencyStoreContract {
     void anUncertainRecordIsRetakenOnlyWhenTheUpstreamHonoursTheKey() {
         OwnerToken first = OwnerToken.random();
         reserve(FP, first);
-        assertThat(store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.DONE);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
 
@@ -287,7 +288,7 @@ public abstract class IdempotencyStoreContract {
         assertThat(complete(first, response("stale"))).as("the former owner lost it")
                 .isEqualTo(CompletionResult.NOT_OWNER);
         assertThat(store().release(scope, first).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
-        assertThat(store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(complete(second, response("fresh"))).isEqualTo(CompletionResult.STORED);
         assertThat(taken(reserve(FP, OwnerToken.random())).response()).contains(response("fresh"));
@@ -353,7 +354,7 @@ public abstract class IdempotencyStoreContract {
     void theOwnerSettlesTheDoubtOfItsUncertainRecord() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT);
 
         assertThat(complete(OwnerToken.random(), response("forged"))).isEqualTo(CompletionResult.NOT_OWNER);
         assertThat(complete(owner, response("real"))).isEqualTo(CompletionResult.STORED);
@@ -370,6 +371,50 @@ public abstract class IdempotencyStoreContract {
         assertThat(taken(reserve(FP, OwnerToken.random())))
                 .isEqualTo(new IdempotencyRecord(RecordState.COMPLETED, FP, Optional.of(response("kept")), false));
         assertThat(complete(owner, response("kept"))).isEqualTo(CompletionResult.ALREADY_STORED);
+    }
+
+    @Test
+    void anUncertainMarkThatFindsItsRecordGoneWritesItAnewSoThatTheRetryIsNotForwarded() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).recordTtl(SHORT));
+        letMoreThan(SHORT);
+
+        assertThat(store().markUncertain(new UncertainMark(scope, owner, "response timeout", RETENTION, FP, UPSTREAM,
+                Optional.empty())).block(WAIT)).isEqualTo(SettleResult.RESTORED);
+        assertThat(taken(reserve(FP, OwnerToken.random())).state()).as("the retry is told the outcome is unknown")
+                .isEqualTo(RecordState.UNCERTAIN);
+        assertThat(taken(reserve(OTHER_FP, OwnerToken.random())).fingerprints().fingerprint()).as("its fingerprint written anew")
+                .isEqualTo(FP.fingerprint());
+        assertThat(store().markUncertain(new UncertainMark(scope, owner, "response timeout", RETENTION, FP, UPSTREAM,
+                Optional.empty())).block(WAIT)).as("a retried mark").isEqualTo(SettleResult.ALREADY_DONE);
+        assertThat(complete(owner, response("late"))).as("the owner's late answer still settles it")
+                .isEqualTo(CompletionResult.STORED);
+    }
+
+    @Test
+    void aRecordWrittenAnewByAnUncertainMarkKeepsItsLookup() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(request(FP, owner).recordTtl(SHORT).lookup(SHORT));
+        letMoreThan(SHORT);
+
+        assertThat(store().markUncertain(new UncertainMark(scope, owner, "response timeout", RETENTION, FP, UPSTREAM,
+                Optional.of(new LookupValues(LOOKUP, SHORT)))).block(WAIT)).isEqualTo(SettleResult.RESTORED);
+        letMoreThan(SHORT);
+        List<ReconcileQueue.DueLookup> due = claimOwn(LEASE);
+        assertThat(due).hasSize(1);
+        assertThat(due.get(0).values()).isEqualTo(LOOKUP);
+        assertThat(due.get(0).owner()).isEqualTo(owner.value());
+    }
+
+    @Test
+    void anUncertainMarkOfAReleasedOwnerDoesNotBringItsRecordBack() {
+        OwnerToken owner = OwnerToken.random();
+        reserve(FP, owner);
+        releaseByOperator(scope);
+
+        assertThat(store().markUncertain(new UncertainMark(scope, owner, "response timeout", RETENTION, FP, UPSTREAM,
+                Optional.empty())).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
+        assertFree();
     }
 
     // ---- release
@@ -428,7 +473,7 @@ public abstract class IdempotencyStoreContract {
         OwnerToken late = OwnerToken.random();
         reserve(FP, holder);
         assertThat(store().release(scope, late).block(WAIT)).isEqualTo(SettleResult.NOT_OWNER);
-        store().markUncertain(scope, holder, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, holder, "response timeout", RETENTION)).block(WAIT);
 
         assertThat(reserve(request(FP, late).retakeUncertain())).as("not even an uncertain one to retake")
                 .isEqualTo(new Reservation.Fenced(late));
@@ -457,13 +502,13 @@ public abstract class IdempotencyStoreContract {
         OwnerToken former = OwnerToken.random();
         reserve(FP, former);
         if (state == RecordState.UNCERTAIN) {
-            store().markUncertain(scope, former, "response timeout", RETENTION).block(WAIT);
+            store().markUncertain(Marks.uncertain(scope, former, "response timeout", RETENTION)).block(WAIT);
         }
         assertThat(releaseByOperator(scope)).isEqualTo(state.name());
 
         assertThat(complete(former, response("late"))).isEqualTo(CompletionResult.FENCED);
         assertThat(store().renew(scope, former, LEASE).block(WAIT)).isFalse();
-        assertThat(store().markUncertain(scope, former, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, former, "response timeout", RETENTION)).block(WAIT))
                 .as("settled by an operator").isEqualTo(SettleResult.NOT_OWNER);
         assertThat(store().release(scope, former).block(WAIT)).as("not its own release")
                 .isEqualTo(SettleResult.NOT_OWNER);
@@ -518,7 +563,7 @@ public abstract class IdempotencyStoreContract {
     void anUncertainRecordIsReleasedByItsOwnerACompletedOneByNobody() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT);
         assertThat(store().release(scope, owner).block(WAIT)).isEqualTo(SettleResult.DONE);
 
         OwnerToken next = OwnerToken.random();
@@ -534,16 +579,16 @@ public abstract class IdempotencyStoreContract {
     void theOwnerMarksItsRecordUncertainAndARetriedMarkIsRecognised() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        assertThat(store().markUncertain(scope, OwnerToken.random(), "forged", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, OwnerToken.random(), "forged", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.IN_FLIGHT);
 
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.DONE);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.ALREADY_DONE);
-        assertThat(store().markUncertain(scope, owner, "another reason", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "another reason", RETENTION)).block(WAIT))
                 .as("another reason is not a retry").isEqualTo(SettleResult.NOT_OWNER);
     }
 
@@ -554,13 +599,13 @@ public abstract class IdempotencyStoreContract {
         letMoreThan(SHORT);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
 
-        assertThat(store().markUncertain(scope, OwnerToken.random(), "forged", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, OwnerToken.random(), "forged", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.NOT_OWNER);
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT))
                 .as("the owner knows the true reason").isEqualTo(SettleResult.DONE);
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT))
                 .as("a retry").isEqualTo(SettleResult.ALREADY_DONE);
-        assertThat(store().markUncertain(scope, owner, "another reason", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "another reason", RETENTION)).block(WAIT))
                 .as("said once").isEqualTo(SettleResult.NOT_OWNER);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.UNCERTAIN);
         assertThat(complete(owner, response("late but real"))).isEqualTo(CompletionResult.STORED);
@@ -568,13 +613,11 @@ public abstract class IdempotencyStoreContract {
 
     @Test
     void onlyAnInFlightRecordIsMarkedUncertain() {
+        // (A record that is gone is written anew: anUncertainMarkThatFindsItsRecordGoneWritesItAnew...)
         OwnerToken owner = OwnerToken.random();
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
-                .as("no record").isEqualTo(SettleResult.NOT_OWNER);
-
         reserve(FP, owner);
         complete(owner, response("done"));
-        assertThat(store().markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT))
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT))
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(taken(reserve(FP, OwnerToken.random())).state()).isEqualTo(RecordState.COMPLETED);
     }
@@ -646,7 +689,7 @@ public abstract class IdempotencyStoreContract {
                 case COMPLETE -> store.complete(new Completion(scope, owner, FP, UPSTREAM, response("done"),
                         RETENTION, Optional.empty())).block(WAIT);
                 case RELEASE -> store.release(scope, owner).block(WAIT);
-                case MARK_UNCERTAIN -> store.markUncertain(scope, owner, "response timeout", RETENTION).block(WAIT);
+                case MARK_UNCERTAIN -> store.markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block(WAIT);
             };
         }
     }
@@ -733,7 +776,7 @@ public abstract class IdempotencyStoreContract {
     void aRetakeStartsItsOwnRecordTtl() {
         OwnerToken first = OwnerToken.random();
         reserve(FP, first);
-        store().markUncertain(scope, first, "response timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block(WAIT);
         reserve(request(FP, OwnerToken.random()).retakeUncertain().recordTtl(SHORT));
         letMoreThan(SHORT);
 
@@ -755,7 +798,7 @@ public abstract class IdempotencyStoreContract {
     void anUncertainMarkSetsTheRecordsTtl() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "response timeout", SHORT).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "response timeout", SHORT)).block(WAIT);
         letMoreThan(SHORT);
 
         assertFree();
@@ -867,7 +910,7 @@ public abstract class IdempotencyStoreContract {
     void anUncertainRecordWithLookupValuesIsNotDueBeforeItsDelay() {
         OwnerToken owner = OwnerToken.random();
         reserve(request(FP, owner).lookup(LEASE));
-        assertThat(store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT)).isEqualTo(SettleResult.DONE);
+        assertThat(store().markUncertain(Marks.uncertain(scope, owner, "timeout", RETENTION)).block(WAIT)).isEqualTo(SettleResult.DONE);
 
         assertThat(claimOwn(LEASE)).isEmpty();
     }
@@ -876,7 +919,7 @@ public abstract class IdempotencyStoreContract {
     void anUncertainRecordWithLookupValuesIsDueAfterItsDelayWithWhatItsReservationKept() {
         OwnerToken owner = OwnerToken.random();
         reserve(request(FP, owner).lookup(SHORT));
-        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "timeout", RETENTION)).block(WAIT);
         letMoreThan(SHORT);
 
         List<ReconcileQueue.DueLookup> due = claimOwn(LEASE);
@@ -892,7 +935,7 @@ public abstract class IdempotencyStoreContract {
     void aRecordWithoutLookupValuesIsNeverDue() {
         OwnerToken owner = OwnerToken.random();
         reserve(FP, owner);
-        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "timeout", RETENTION)).block(WAIT);
         letMoreThan(SHORT);
 
         assertThat(claimOwn(LEASE)).isEmpty();
@@ -1005,7 +1048,7 @@ public abstract class IdempotencyStoreContract {
     void aClaimedLookupIsLeftToItsClaimantUntilTheClaimLapses() {
         OwnerToken owner = OwnerToken.random();
         reserve(request(FP, owner).lookup(SHORT));
-        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "timeout", RETENTION)).block(WAIT);
         letMoreThan(SHORT);
         assertThat(claimOwn(CLAIM)).as("claimed by an instance that then dies").hasSize(1);
 
@@ -1017,7 +1060,7 @@ public abstract class IdempotencyStoreContract {
     /** An UNCERTAIN record of this test's scope, claimed for its lookup. */
     ReconcileQueue.DueLookup dueUncertain(OwnerToken owner) {
         reserve(request(FP, owner).lookup(SHORT));
-        store().markUncertain(scope, owner, "timeout", RETENTION).block(WAIT);
+        store().markUncertain(Marks.uncertain(scope, owner, "timeout", RETENTION)).block(WAIT);
         letMoreThan(SHORT);
         List<ReconcileQueue.DueLookup> due = claimOwn(LEASE);
         assertThat(due).hasSize(1);

@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.CompletionResult;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore.SettleResult;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.MutableClock;
 import java.time.Duration;
 import java.time.Instant;
@@ -128,7 +129,7 @@ class InMemoryIdempotencyStoreContractTest extends IdempotencyStoreContract {
         reserve(request(FP, owner).lease(SHORT));
         clock.advance(SHORT.plusMillis(1));
         reserve(FP, OwnerToken.random());
-        store.markUncertain(scope, owner, "no response within the response timeout", RETENTION).block(WAIT);
+        store.markUncertain(Marks.uncertain(scope, owner, "no response within the response timeout", RETENTION)).block(WAIT);
 
         assertThat(store.record(scope).orElseThrow().uncertainReason())
                 .contains("no response within the response timeout");

@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import java.time.Duration;
 import reactor.core.publisher.Mono;
 
@@ -39,8 +40,8 @@ public class ForwardingStore implements IdempotencyStore {
     }
 
     @Override
-    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
-        return delegate.markUncertain(scope, owner, reason, ttl);
+    public Mono<SettleResult> markUncertain(UncertainMark mark) {
+        return delegate.markUncertain(mark);
     }
 
     @Override

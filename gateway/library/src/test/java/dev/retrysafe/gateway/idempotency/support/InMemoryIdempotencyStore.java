@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -258,13 +259,32 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore, Process
     }
 
     @Override
-    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+    public Mono<SettleResult> markUncertain(UncertainMark mark) {
+        IdempotencyScope scope = mark.scope();
+        OwnerToken owner = mark.owner();
+        String reason = mark.reason();
+        Duration ttl = mark.ttl();
         return step(wakeUps -> {
             long now = clock.getAsLong();
             String hash = scope.hash();
             Entry entry = live(hash, now);
             if (entry == null) {
-                return SettleResult.NOT_OWNER;
+                if (releasedHow(hash, owner, now) != null) {
+                    return SettleResult.NOT_OWNER;
+                }
+                // Vanished while its request was out: written anew UNCERTAIN, as a late complete writes it COMPLETED.
+                Entry anew = new Entry(mark.fingerprints());
+                anew.routeId = scope.operation();
+                anew.upstream = mark.upstream();
+                anew.restored = true;
+                anew.owner = owner;
+                anew.state = RecordState.UNCERTAIN;
+                anew.uncertainReason = reason;
+                anew.lookup = mark.lookup().orElse(null);
+                anew.expiresAt = now + millis(ttl);
+                records.put(hash, anew);
+                becameUncertain(hash, anew, now);
+                return SettleResult.RESTORED;
             }
             if (entry.state == RecordState.UNCERTAIN && owner.equals(entry.owner) && entry.leaseUntil != 0) {
                 // Its own record, UNCERTAIN since its lease lapsed (a lapse keeps the lease, a mark clears it): the

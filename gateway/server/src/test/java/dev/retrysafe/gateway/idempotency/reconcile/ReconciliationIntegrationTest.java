@@ -230,6 +230,46 @@ class ReconciliationIntegrationTest {
         assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
     }
 
+    /**
+     * Redis forgets everything while the request is out (a restart without persistence): the mark that the outcome is
+     * unknown writes the record anew, with its lookup values, so the retry is not forwarded as if it had never been
+     * sent, and the lookup settles it.
+     */
+    @Test
+    void anUncertainMarkAfterRedisForgotTheRecordWritesItAnewAndItsLookupSettlesIt() {
+        gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");
+        String found = "{\"processId\":\"p-1\",\"status\":\"COMPLETED\"}";
+        AtomicInteger posts = new AtomicInteger();
+        upstream.answer(request -> {
+            if (request.startsWith(BY_KEY)) {
+                return Answer.json(200, found);
+            }
+            if (posts.incrementAndGet() == 1) {
+                // Forgotten while the request is here, before the gateway can give up on it.
+                try (var redisClient = io.lettuce.core.RedisClient.create("redis://127.0.0.1:" + redis.port());
+                        var connection = redisClient.connect()) {
+                    connection.sync().flushall();
+                }
+            }
+            return Answer.NONE;
+        });
+        String key = UUID.randomUUID().toString();
+
+        assertThat(send(gateway, key).getStatusCode().value()).isEqualTo(504);
+        // The mark may land just after the 504 is sent: the retry is sent once it has.
+        await(() -> events(gateway, "store-restored") == 1);
+        ResponseEntity<String> retry = send(gateway, key);
+        assertThat(retry.getStatusCode().value()).as("outcome unknown, not forwarded again").isIn(409, 200);
+        await(() -> reconciliations(gateway, "found") == 1);
+        assertThat(send(gateway, key).getBody()).isEqualTo(found);
+        assertThat(upstream.received("POST /merchants")).as("never sent again").isEqualTo(1);
+    }
+
+    static double events(ConfigurableApplicationContext gateway, String event) {
+        return gateway.getBean(MeterRegistry.class).find("idempotency.events").tag("event", event).counters().stream()
+                .mapToDouble(Counter::count).sum();
+    }
+
     @Test
     void aLookupRefusedForCredentialsIsCountedAsSuchAndAskedAgain() {
         gateway = gateway("/merchants/by-idempotency-key/{key}", "300ms");

@@ -20,6 +20,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
+import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
@@ -209,15 +210,21 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
-        Fingerprints fingerprints = c.fingerprints();
-        // A record written anew is written whole, in this release's format (see idempotency_complete.lua).
-        String identity = String.join("\n", fingerprints.fingerprint().hex(), scope.operation(), scope.tenantHash(),
-                c.upstream(), fingerprints.strict().hex(), fingerprints.rules(), scope.routeId());
+        String identity = identity(scope, c.fingerprints(), c.upstream());
         List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
                 bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
         List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
                 bytes(RedisKeyspace.slotTag(scope.hash())));
         return complete(c, args(before, wakeUps.scriptArgs(scope.hash()), after));
+    }
+
+    /**
+     * What a record written anew (its own vanished while its request was out) is written with, whole, in this
+     * release's format, '\n'-separated as idempotency_complete.lua and idempotency_uncertain.lua read it.
+     */
+    private static String identity(IdempotencyScope scope, Fingerprints fingerprints, String upstream) {
+        return String.join("\n", fingerprints.fingerprint().hex(), scope.operation(), scope.tenantHash(), upstream,
+                fingerprints.strict().hex(), fingerprints.rules(), scope.routeId());
     }
 
     private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
@@ -296,17 +303,23 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     @Override
-    public Mono<SettleResult> markUncertain(IdempotencyScope scope, OwnerToken owner, String reason, Duration ttl) {
+    public Mono<SettleResult> markUncertain(UncertainMark m) {
+        IdempotencyScope scope = m.scope();
+        List<byte[]> anew = List.of(bytes(identity(scope, m.fingerprints(), m.upstream())),
+                m.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
+                m.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
         return settle(scope, script(UNCERTAIN, List.of(recordKey(scope), RedisKeyspace.inFlightKey(scope.hash()),
-                        RedisKeyspace.uncertainKey(scope.hash()), RedisKeyspace.LOOKUPS.queueKey(scope.hash())),
-                        args(List.of(bytes(owner.value()), bytes(reason), millis(ttl)),
-                                wakeUps.scriptArgs(scope.hash()), List.of())))
-                // 3: marked, and its lookup queued in the record's slot, which is to be looked into (due then or
-                // later: a look that comes early only learns when the slot's first lookup is due).
-                .flatMap(result -> result == 3L
+                        RedisKeyspace.uncertainKey(scope.hash()), RedisKeyspace.LOOKUPS.queueKey(scope.hash()),
+                        releasedOwnersKey(scope.hash())),
+                        args(List.of(bytes(m.owner().value()), bytes(m.reason()), millis(m.ttl())),
+                                wakeUps.scriptArgs(scope.hash()), anew)))
+                // 3 (5 for a record written anew): marked, and its lookup queued in the record's slot, which is to be
+                // looked into (due then or later: a look that comes early only learns when the slot's first lookup is
+                // due).
+                .flatMap(result -> result == 3L || result == 5L
                         ? connection().flatMap(c -> RedisReconcileQueue.lookSoon(c, scope.hash(), Duration.ZERO))
                                 .onErrorComplete()
-                                .thenReturn(SettleResult.DONE)
+                                .thenReturn(result == 3L ? SettleResult.DONE : SettleResult.RESTORED)
                         : Mono.just(settleResult(result)));
     }
 
@@ -314,6 +327,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return switch (scriptResult.intValue()) {
             case 1 -> SettleResult.DONE;
             case 2 -> SettleResult.ALREADY_DONE;
+            case 4 -> SettleResult.RESTORED;
             default -> SettleResult.NOT_OWNER;
         };
     }

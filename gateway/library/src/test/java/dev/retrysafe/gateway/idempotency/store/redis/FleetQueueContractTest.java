@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.ReconcileQueue.LookupResult;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.FleetQueueKeys;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -113,7 +114,7 @@ class FleetQueueContractTest {
                 store.reserve(new ReservationRequest(scope, PAYLOAD, owner, Duration.ofMinutes(1), Duration.ofHours(1),
                         "http://upstream", false, false, "POST", "/orders",
                         Optional.of(new LookupValues(Map.of("key", "order-1"), Duration.ofMillis(1))))).block(WAIT);
-                store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(WAIT);
+                store.markUncertain(Marks.uncertain(scope, owner, "response timeout", Duration.ofHours(1))).block(WAIT);
             }
 
             @Override

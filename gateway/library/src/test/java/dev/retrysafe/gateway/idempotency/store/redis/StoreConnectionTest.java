@@ -17,6 +17,7 @@ import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.event.command.CommandListener;
@@ -137,7 +138,7 @@ class StoreConnectionTest {
             assertThat(store.release(released, other).block(WAIT)).isEqualTo(IdempotencyStore.SettleResult.DONE);
             IdempotencyScope uncertain = scope();
             store.reserve(request(uncertain, other)).block(WAIT);
-            assertThat(store.markUncertain(uncertain, other, "upstream timed out", Duration.ofHours(1)).block(WAIT))
+            assertThat(store.markUncertain(Marks.uncertain(uncertain, other, "upstream timed out", Duration.ofHours(1))).block(WAIT))
                     .isEqualTo(IdempotencyStore.SettleResult.DONE);
 
             assertThat(asked.get()).as("connections asked of Spring's factory by the store's calls")

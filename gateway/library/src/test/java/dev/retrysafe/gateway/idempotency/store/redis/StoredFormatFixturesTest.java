@@ -21,6 +21,7 @@ import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
 import java.io.IOException;
 import java.nio.charset.CharacterCodingException;
@@ -259,7 +260,7 @@ class StoredFormatFixturesTest {
                     .block(WAIT);
             case COMPLETED_PROCESS_PENDING -> store.complete(completion(scope, owner, ACCEPTED,
                     Optional.of("p-fixture"))).block(WAIT);
-            case UNCERTAIN -> assertThat(store.markUncertain(scope, owner, "response timeout", Duration.ofHours(24))
+            case UNCERTAIN -> assertThat(store.markUncertain(Marks.uncertain(scope, owner, "response timeout", Duration.ofHours(24)))
                     .block(WAIT)).isEqualTo(SettleResult.DONE);
             case RELEASED_OWNER_FENCE -> assertThat(store.release(scope, owner).block(WAIT))
                     .isEqualTo(SettleResult.DONE);

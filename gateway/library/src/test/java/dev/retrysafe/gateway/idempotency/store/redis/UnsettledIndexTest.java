@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.RedisClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -79,7 +80,7 @@ class UnsettledIndexTest {
 
         IdempotencyScope uncertain = scope();
         OwnerToken second = reserve(uncertain);
-        store.markUncertain(uncertain, second, "response timeout", Duration.ofHours(1)).block(WAIT);
+        store.markUncertain(Marks.uncertain(uncertain, second, "response timeout", Duration.ofHours(1))).block(WAIT);
         assertThat(counts()).isEqualTo(counts(0, 1, 2));
         assertThat(listed()).extracting(RecordView::scopeHash).containsExactly(uncertain.hash());
 
@@ -124,9 +125,9 @@ class UnsettledIndexTest {
                 .isEqualTo(RecordAges.NONE);
 
         IdempotencyScope uncertain = scope();
-        store.markUncertain(uncertain, reserve(uncertain), "response timeout", Duration.ofHours(1)).block(WAIT);
+        store.markUncertain(Marks.uncertain(uncertain, reserve(uncertain), "response timeout", Duration.ofHours(1))).block(WAIT);
         IdempotencyScope recentlyUncertain = scope();
-        store.markUncertain(recentlyUncertain, reserve(recentlyUncertain), "response timeout", Duration.ofHours(1))
+        store.markUncertain(Marks.uncertain(recentlyUncertain, reserve(recentlyUncertain), "response timeout", Duration.ofHours(1)))
                 .block(WAIT);
         bytes.opsForZSet().add(RedisKeyspace.uncertainKey(uncertain.hash()), utf8(uncertain.hash()),
                 redisNow() - 120_000).block(WAIT);
@@ -186,7 +187,7 @@ class UnsettledIndexTest {
         int completed = Integer.getInteger("unsettled.completed", 200_000);
         for (int i = 0; i < 100; i++) {
             IdempotencyScope scope = scope();
-            store.markUncertain(scope, reserve(scope), "response timeout", Duration.ofHours(1)).block(WAIT);
+            store.markUncertain(Marks.uncertain(scope, reserve(scope), "response timeout", Duration.ofHours(1))).block(WAIT);
         }
         // Warm the client path, and time the same with no COMPLETED record at all.
         inspector.count(Duration.ofMinutes(1), 0).block(WAIT);

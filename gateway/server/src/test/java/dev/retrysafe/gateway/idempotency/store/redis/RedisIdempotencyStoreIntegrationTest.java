@@ -19,6 +19,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
+import dev.retrysafe.gateway.support.Marks;
 import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -178,7 +179,7 @@ class RedisIdempotencyStoreIntegrationTest {
         assertThat(complete(scope, intruder, response("forged")).block()).isFalse();
         assertThat(store.release(scope, intruder).block()).isEqualTo(SettleResult.NOT_OWNER);
         assertThat(store.renew(scope, intruder, LEASE).block()).isFalse();
-        assertThat(store.markUncertain(scope, intruder, "forged", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, intruder, "forged", RETENTION)).block())
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(state(scope)).isEqualTo(RecordState.IN_FLIGHT);
 
@@ -237,7 +238,7 @@ class RedisIdempotencyStoreIntegrationTest {
                 .isEqualTo("IN_FLIGHT");
 
         assertThat(completion(scope, owner, response("late")).block()).isEqualTo(CompletionResult.NOT_OWNER);
-        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(store.release(scope, owner).block()).isEqualTo(SettleResult.NOT_OWNER);
         assertThat(((Reservation.Taken) reserve(scope, FP, OwnerToken.random(), LEASE, false).block())
@@ -254,7 +255,7 @@ class RedisIdempotencyStoreIntegrationTest {
         assertThat(store.reserve(new ReservationRequest(scope, FP, second, LEASE, RETENTION, "http://upstream",
                 false, true)).block()).isInstanceOf(Reservation.Reserved.class);
 
-        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.NOT_OWNER);
         assertThat(store.release(scope, first).block()).isEqualTo(SettleResult.NOT_OWNER);
         assertThat(completion(scope, second, response("second")).block()).isEqualTo(CompletionResult.STORED);
@@ -268,11 +269,11 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope scope = newScope();
         OwnerToken owner = OwnerToken.random();
         reserve(scope, FP, owner, LEASE, false).block();
-        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.DONE);
         String uncertainAt = field(scope, "uncertain_at");
 
-        assertThat(store.markUncertain(scope, owner, "response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, owner, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.ALREADY_DONE);
         assertThat(field(scope, "uncertain_at")).as("nothing written twice").isEqualTo(uncertainAt);
     }
@@ -287,7 +288,7 @@ class RedisIdempotencyStoreIntegrationTest {
         assertThat(field(scope, "uncertain_reason")).contains("lease lapsed");
         String uncertainAt = field(scope, "uncertain_at");
 
-        assertThat(store.markUncertain(scope, owner, "no response within the response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, owner, "no response within the response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.DONE);
         assertThat(field(scope, "uncertain_reason")).isEqualTo("no response within the response timeout");
         assertThat(field(scope, "uncertain_at")).isEqualTo(uncertainAt);
@@ -414,7 +415,7 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope scope = newScope();
         OwnerToken first = OwnerToken.random();
         reserve(scope, FP, first, LEASE, false).block();
-        assertThat(store.markUncertain(scope, first, "response timeout", RETENTION).block())
+        assertThat(store.markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.DONE);
         assertThat(state(scope)).isEqualTo(RecordState.UNCERTAIN);
 

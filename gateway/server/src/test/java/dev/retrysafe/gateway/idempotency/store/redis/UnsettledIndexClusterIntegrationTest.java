@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.UnsettledIndex.Member;
 import dev.retrysafe.gateway.idempotency.store.redis.UnsettledIndex.Reads;
 import dev.retrysafe.gateway.support.BytesTemplate;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
+import dev.retrysafe.gateway.support.Marks;
 import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -248,7 +249,7 @@ class UnsettledIndexClusterIntegrationTest {
     }
 
     private void uncertain(IdempotencyScope scope) {
-        store.markUncertain(scope, reserve(scope).owner(), "response timeout", Duration.ofHours(1)).block(WAIT);
+        store.markUncertain(Marks.uncertain(scope, reserve(scope).owner(), "response timeout", Duration.ofHours(1))).block(WAIT);
     }
 
     private static List<IdempotencyScope> twoScopesOfOneSlot() {
