@@ -1,5 +1,9 @@
 package dev.retrysafe.gateway.idempotency.encryption;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
@@ -155,6 +159,34 @@ public final class EncryptionKeys {
             Objects.requireNonNull(keyId, "keyId");
             Objects.requireNonNull(nonce, "nonce");
             Objects.requireNonNull(ciphertext, "ciphertext");
+        }
+
+        /**
+         * As every sealed value is stored, after its own header: key id and nonce, each length-prefixed, then the
+         * ciphertext to the end.
+         */
+        public void writeTo(DataOutputStream out) throws IOException {
+            byte[] id = keyId.getBytes(StandardCharsets.US_ASCII);
+            out.writeByte(id.length);
+            out.write(id);
+            out.writeByte(nonce.length);
+            out.write(nonce);
+            out.write(ciphertext);
+        }
+
+        /** What {@link #writeTo} wrote, the rest of {@code in}. */
+        public static Sealed readFrom(DataInputStream in) throws IOException {
+            String keyId = new String(exactly(in, in.readUnsignedByte()), StandardCharsets.US_ASCII);
+            byte[] nonce = exactly(in, in.readUnsignedByte());
+            return new Sealed(keyId, nonce, in.readAllBytes());
+        }
+
+        private static byte[] exactly(DataInputStream in, int length) throws IOException {
+            byte[] bytes = in.readNBytes(length);
+            if (bytes.length != length) {
+                throw new EOFException("sealed value cut short");
+            }
+            return bytes;
         }
     }
 

@@ -33,15 +33,10 @@ final class LookupValuesCodec {
             return plain;
         }
         EncryptionKeys.Sealed sealed = keys.seal(plain, associatedData(scopeHash));
-        byte[] keyId = sealed.keyId().getBytes(StandardCharsets.US_ASCII);
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(sealed.ciphertext().length + 64);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeByte(VERSION_SEALED);
-            out.writeByte(keyId.length);
-            out.write(keyId);
-            out.writeByte(sealed.nonce().length);
-            out.write(sealed.nonce());
-            out.write(sealed.ciphertext());
+            sealed.writeTo(out);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -58,11 +53,7 @@ final class LookupValuesCodec {
             if (version != VERSION_SEALED) {
                 return Optional.empty();
             }
-            String keyId = new String(in.readNBytes(in.readUnsignedByte()), StandardCharsets.US_ASCII);
-            byte[] nonce = in.readNBytes(in.readUnsignedByte());
-            byte[] ciphertext = in.readAllBytes();
-            return Optional.of(values(keys.open(new EncryptionKeys.Sealed(keyId, nonce, ciphertext),
-                    associatedData(scopeHash))));
+            return Optional.of(values(keys.open(EncryptionKeys.Sealed.readFrom(in), associatedData(scopeHash))));
         } catch (IOException | EncryptionKeys.CannotOpen | IllegalStateException e) {
             return Optional.empty();
         }

@@ -53,16 +53,11 @@ final class StoredResponseCodec {
             return plain;
         }
         EncryptionKeys.Sealed sealed = keys.seal(plain, associatedData(response.status(), scopeHash));
-        byte[] keyId = sealed.keyId().getBytes(StandardCharsets.US_ASCII);
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(sealed.ciphertext().length + 64);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.writeByte(VERSION_SEALED);
             out.writeShort(response.status());
-            out.writeByte(keyId.length);
-            out.write(keyId);
-            out.writeByte(sealed.nonce().length);
-            out.write(sealed.nonce());
-            out.write(sealed.ciphertext());
+            sealed.writeTo(out);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -82,13 +77,10 @@ final class StoredResponseCodec {
         try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(encoded))) {
             in.readUnsignedByte();
             int status = in.readUnsignedShort();
-            String keyId = new String(readExactly(in, in.readUnsignedByte()), StandardCharsets.US_ASCII);
-            byte[] nonce = readExactly(in, in.readUnsignedByte());
-            byte[] ciphertext = in.readAllBytes();
+            EncryptionKeys.Sealed sealed = EncryptionKeys.Sealed.readFrom(in);
             byte[] plain;
             try {
-                plain = keys.open(new EncryptionKeys.Sealed(keyId, nonce, ciphertext),
-                        associatedData(status, scopeHash));
+                plain = keys.open(sealed, associatedData(status, scopeHash));
             } catch (EncryptionKeys.CannotOpen e) {
                 throw new StoredResponseUnreadable(status, e.getMessage());
             }
@@ -209,12 +201,6 @@ final class StoredResponseCodec {
             throw new IOException("Length " + value + " exceeds the " + in.available() + " bytes left");
         }
         return value;
-    }
-
-    private static byte[] readExactly(DataInputStream in, int length) throws IOException {
-        byte[] bytes = new byte[length];
-        in.readFully(bytes);
-        return bytes;
     }
 
     private static String readString(DataInputStream in) throws IOException {
