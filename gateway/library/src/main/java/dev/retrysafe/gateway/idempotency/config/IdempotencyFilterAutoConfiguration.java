@@ -3,7 +3,6 @@ package dev.retrysafe.gateway.idempotency.config;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyFilterServices;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
-import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
 import dev.retrysafe.gateway.idempotency.filter.UnguardedGatewayWarning;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
@@ -99,7 +98,7 @@ public class IdempotencyFilterAutoConfiguration {
             IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
             ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
             RequestReports reports, ObjectProvider<HttpClientProperties> httpClient, Reconciler reconciler) {
-        return new IdempotencyGatewayFilterFactory(routeDefaults(properties),
+        return new IdempotencyGatewayFilterFactory(properties,
                 new IdempotencyFilterServices(new MeteredIdempotencyStore(store, metrics), tenants,
                         Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
                         Optional.of(reconciler)),
@@ -110,14 +109,6 @@ public class IdempotencyFilterAutoConfiguration {
     @Bean
     UnguardedGatewayWarning idempotencyUnguardedGatewayWarning() {
         return new UnguardedGatewayWarning();
-    }
-
-    static RouteDefaults routeDefaults(IdempotencyProperties p) {
-        return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
-                p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
-                p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.contract(), p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
-                p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD, p.rememberedFingerprints());
     }
 
     /**
