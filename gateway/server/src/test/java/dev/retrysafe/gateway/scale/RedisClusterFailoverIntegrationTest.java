@@ -29,6 +29,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -151,7 +152,8 @@ class RedisClusterFailoverIntegrationTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover");
+                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover",
+                Optional.empty());
     }
 
     /** A fresh key whose record hashes to a slot of the given master (slot ranges read before it died). */

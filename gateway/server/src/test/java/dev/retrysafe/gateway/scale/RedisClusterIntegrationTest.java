@@ -147,7 +147,8 @@ class RedisClusterIntegrationTest {
             IdempotencyScope scope = new IdempotencyScope("", "onboarding", new IdempotencyKey(UUID.randomUUID().toString()));
             OwnerToken owner = OwnerToken.random();
             store.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("c".repeat(64))), owner, Duration.ofMinutes(1),
-                    Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
+                    Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty()))
+                    .block(Duration.ofSeconds(10));
             store.markUncertain(scope, owner, "response timeout", Duration.ofHours(1)).block(Duration.ofSeconds(10));
             uncertain.add(scope.hash());
             masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
@@ -364,6 +365,6 @@ class RedisClusterIntegrationTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/wake");
+                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/wake", Optional.empty());
     }
 }

@@ -953,12 +953,13 @@ class IdempotencyGatewayFilterTest {
                 Duration.ofSeconds(60), Duration.ofSeconds(60), ProcessWatcher.ROUND_LIMIT);
         watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, new IdempotencyFilterServices(store,
-                new PrincipalOrHeaderTenantResolver(null), clock, events, processes,
-                new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
-                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE),
-                Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
-                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), Duration.ofMinutes(1),
-                        new IdempotencyMetrics(meters)))), Optional.empty());
+                new PrincipalOrHeaderTenantResolver(null), clock, events, leases,
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE)),
+                new RouteWatchers(processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events),
+                        Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
+                                Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(),
+                                Duration.ofMinutes(1), new IdempotencyMetrics(meters)))),
+                Optional.empty());
     }
 
     /** The defaults of an application that sets no property but these two. */

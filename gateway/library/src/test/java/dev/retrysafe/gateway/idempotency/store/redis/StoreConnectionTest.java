@@ -300,7 +300,7 @@ class StoreConnectionTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofHours(1), "http://upstream", false, false);
+                Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty());
     }
 
     private static Completion accepted(IdempotencyScope scope, OwnerToken owner, String processId) {

@@ -256,7 +256,7 @@ class UnsettledIndexTest {
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, Duration recordTtl,
             boolean retakeUncertain) {
         return new ReservationRequest(scope, FP, owner, Duration.ofSeconds(30), recordTtl, "http://upstream", false,
-                retakeUncertain);
+                retakeUncertain, "", "", Optional.empty());
     }
 
     private static StoredResponse accepted() {

@@ -24,6 +24,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
@@ -242,7 +243,7 @@ class UnsettledIndexClusterIntegrationTest {
 
     private ReservationRequest reserve(IdempotencyScope scope) {
         ReservationRequest request = new ReservationRequest(scope, FP, OwnerToken.random(), Duration.ofMinutes(1),
-                Duration.ofHours(1), "http://upstream", false, false);
+                Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty());
         store.reserve(request).block(WAIT);
         return request;
     }
