@@ -22,6 +22,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreBuilder;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
@@ -119,7 +120,7 @@ class RedisClusterFailoverIntegrationTest {
             waiter.listening().block(Duration.ofSeconds(10));
             otherInstance.afterPropertiesSet();
             otherInstance.start();
-            RedisIdempotencyStore store = new RedisIdempotencyStore(StoreConnection.open(otherInstance),
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(StoreConnection.open(otherInstance),
                     RedisWakeUps.on(otherInstance, new SettleSignals(), WakeUpChannel.SHARDED));
             OwnerToken owner = OwnerToken.random();
             store.reserve(request(inTheSameSlot, owner, false)).block(Duration.ofSeconds(10));

@@ -25,6 +25,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreBuilder;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
@@ -336,7 +337,7 @@ class RedisClusterIntegrationTest {
     }
 
     private static RedisIdempotencyStore store(RedisWakeUps wakeUps) {
-        return new RedisIdempotencyStore(storeConnection, wakeUps);
+        return RedisStoreBuilder.plain(storeConnection, wakeUps);
     }
 
     private static long pubSubBusMessages() {

@@ -64,8 +64,8 @@ class FleetQueueContractTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()),
-                1024, EncryptionKeys.none(), Optional.empty(), Duration.ofMillis(1));
+        store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()))
+                .firstProcessPoll(Duration.ofMillis(1)).build();
     }
 
     /** What a queue does with one claimed entry while it is claimed, and whether its work is then done. */

@@ -309,7 +309,7 @@ class RedisWakeUpsTest {
         wakeUps.classicSubscribed().block(WAIT);
         wakeUps.channel().block(WAIT);
         started.add(wakeUps::stop);
-        return new Instance(wakeUps, new RedisIdempotencyStore(store, wakeUps));
+        return new Instance(wakeUps, RedisStoreBuilder.plain(store, wakeUps));
     }
 
     private static Mono<StatefulRedisPubSubConnection<String, String>> connectPubSub() {

@@ -82,7 +82,7 @@ class StoreConnectionTest {
                 }
             });
             StoreConnection connection = StoreConnection.open(factory);
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(connection, wakeUps(factory));
             reserve(store);
             sent.clear();
 
@@ -170,7 +170,7 @@ class StoreConnectionTest {
         LettuceConnectionFactory factory = own.connect(AS_THE_GATEWAY);
         try {
             StoreConnection connection = StoreConnection.open(factory);
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(connection, wakeUps(factory));
             reserve(store);
             own.close();
             Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()

@@ -62,8 +62,7 @@ class UnsettledIndexTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
-                EncryptionKeys.none(), Optional.empty());
+        store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals())).build();
         inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
                 EncryptionKeys.none());
     }

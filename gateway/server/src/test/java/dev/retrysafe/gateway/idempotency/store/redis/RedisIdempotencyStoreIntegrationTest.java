@@ -71,11 +71,11 @@ class RedisIdempotencyStoreIntegrationTest {
         bytes = new ReactiveRedisTemplate<>(connections, context);
         wakeUps = RedisWakeUps.on(connections, signals);
         storeConnection = StoreConnection.open(connections);
-        store = new RedisIdempotencyStore(storeConnection, wakeUps);
+        store = RedisStoreBuilder.plain(storeConnection, wakeUps);
         operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
         String key = Base64.getEncoder().encodeToString(new byte[32]);
-        sealingStore = new RedisIdempotencyStore(storeConnection, wakeUps, 1024,
-                EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
+        sealingStore = RedisStoreBuilder.on(storeConnection, wakeUps)
+                .sealedWith(EncryptionKeys.fromBase64(Map.of("k1", key), "k1")).build();
         strings = new ReactiveStringRedisTemplate(connections);
     }
 

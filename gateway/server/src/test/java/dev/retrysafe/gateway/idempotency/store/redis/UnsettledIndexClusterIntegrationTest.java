@@ -79,7 +79,7 @@ class UnsettledIndexClusterIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
-        store = new RedisIdempotencyStore(StoreConnection.open(connections), wakeUps);
+        store = RedisStoreBuilder.plain(StoreConnection.open(connections), wakeUps);
     }
 
     @AfterEach
