@@ -66,8 +66,8 @@ public class IdempotencyHotPathBenchmark {
         tenant = "header:acme";
         routeId = "onboarding-merchants";
         canonicalJson = new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"));
-        fingerprinter = new RequestFingerprinter(canonicalJson);
-        withoutRules = new RequestFingerprinter(new CanonicalJson(Set.of()));
+        fingerprinter = new RequestFingerprinter(canonicalJson, 0, List.of());
+        withoutRules = new RequestFingerprinter(new CanonicalJson(Set.of()), 0, List.of());
         typicalJson = MerchantBodies.typicalMerchant();
         largeJson = MerchantBodies.largeMerchant();
         largeRaw = MerchantBodies.rawBody();
