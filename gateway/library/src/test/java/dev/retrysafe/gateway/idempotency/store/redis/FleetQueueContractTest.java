@@ -87,7 +87,7 @@ class FleetQueueContractTest {
             @Override
             List<String> claim(IdempotencyScope scope, Work work, boolean done, Duration claim) {
                 List<String> claimed = new CopyOnWriteArrayList<>();
-                new RedisProcessQueue(bytes).pollDue(32, claim, Duration.ofSeconds(60), due -> {
+                new RedisProcessQueue(bytes, false).pollDue(32, claim, Duration.ofSeconds(60), due -> {
                     claimed.add(due.scopeHash());
                     return work.during(due.scopeHash()).thenReturn(done
                             ? new PollResult.Ended("COMPLETED", Duration.ofHours(1))
@@ -103,7 +103,7 @@ class FleetQueueContractTest {
 
             @Override
             Function<Duration, Mono<Integer>> restoreOfAnInstance() {
-                return new RedisProcessQueue(bytes)::restoreLostSlots;
+                return new RedisProcessQueue(bytes, false)::restoreLostSlots;
             }
         },
         LOOKUPS(RedisKeyspace.LOOKUPS) {

@@ -116,7 +116,7 @@ class StoreConnectionTest {
         };
         factory.afterPropertiesSet();
         factory.start();
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             assertThat(connections.isOpen()).isTrue();
@@ -152,7 +152,7 @@ class StoreConnectionTest {
     void untilTheStoresConnectionIsOpenACallIsRefusedUnsent() {
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
         // Not started: as while the opener is still trying, in the background.
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             RedisIdempotencyStore store = storeOn(connections, factory);
 
@@ -188,7 +188,7 @@ class StoreConnectionTest {
         // As Spring pauses a cached test context and resumes it, or an application context is stopped and started:
         // Spring's factory shuts its client down with it, and the store's connection came from that client.
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             RedisIdempotencyStore store = storeOn(connections, factory);
@@ -212,7 +212,7 @@ class StoreConnectionTest {
     @Test
     void theStoresConnectionIsClosedWithTheApplication() {
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             StoreConnection connection = connections.store();

@@ -104,7 +104,8 @@ class StoredFormatFixturesTest {
         RedisWakeUps wakeUps = RedisWakeUps.on(redis.connections(), new SettleSignals());
         plain = RedisStoreBuilder.on(redis.store(), wakeUps).build();
         sealed = RedisStoreBuilder.on(redis.store(), wakeUps).sealedWith(FIXTURE_KEY).build();
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
     /** One stored state: how this release's store is driven into it. */

@@ -64,7 +64,7 @@ class UnsettledIndexTest {
         redis.flush();
         store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals())).build();
         inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
-                EncryptionKeys.none());
+                EncryptionKeys.none(), false, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
     @Test
@@ -175,7 +175,8 @@ class UnsettledIndexTest {
         bytes.<String, byte[]>opsForHash().putAll(RedisKeyspace.recordKey(later), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
         RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes,
-                RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none());
+                RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         assertThat(anotherInstance.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT).uncertain())
                 .as("done once for the fleet: no second SCAN").isEqualTo(1);
     }

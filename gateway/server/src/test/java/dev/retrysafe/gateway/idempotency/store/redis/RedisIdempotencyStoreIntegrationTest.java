@@ -72,7 +72,8 @@ class RedisIdempotencyStoreIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, signals);
         storeConnection = StoreConnection.open(connections);
         store = RedisStoreBuilder.plain(storeConnection, wakeUps);
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         String key = Base64.getEncoder().encodeToString(new byte[32]);
         sealingStore = RedisStoreBuilder.on(storeConnection, wakeUps)
                 .sealedWith(EncryptionKeys.fromBase64(Map.of("k1", key), "k1")).build();
