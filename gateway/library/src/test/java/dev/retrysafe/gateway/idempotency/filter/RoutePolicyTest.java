@@ -21,7 +21,7 @@ class RoutePolicyTest {
 
     private static final KeyPolicy KEY_POLICY = new KeyPolicy(16, 64);
     private static final RequestFingerprinter FINGERPRINTER =
-            new RequestFingerprinter(new CanonicalJson(Set.of()), 0, List.of());
+            new RequestFingerprinter(new CanonicalJson(Set.of(), List.of()), 0, List.of());
     private static final StorableHeaders STORABLE = new StorableHeaders(Set.of("Set-Cookie"));
     private static final OutcomePolicy OUTCOMES = new OutcomePolicy(Set.of(503));
 

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  */
 class RememberedFingerprintsTest {
 
-    private static final CanonicalJson CANONICAL = new CanonicalJson(Set.of("sites", "paymentMethods", "integrations"));
+    private static final CanonicalJson CANONICAL =
+            new CanonicalJson(Set.of("sites", "paymentMethods", "integrations"), List.of());
     private static final String MERCHANT = "{\"name\":\"Tienda\",\"sites\":[\"b\",\"a\"],\"settings\":{\"currency\":\"COP\"}}";
 
     @Test

@@ -28,7 +28,7 @@ class RequestFingerprinterTest {
             """;
 
     private final RequestFingerprinter fingerprinter =
-            new RequestFingerprinter(new CanonicalJson(Set.of("integrations", "paymentMethods", "sites")), 0,
+            new RequestFingerprinter(new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"), List.of()), 0,
                     List.of());
 
     private Fingerprint post(String body) {

@@ -50,7 +50,7 @@ final class InvariantChecker {
     }
 
     private final RequestFingerprinter fingerprinter =
-            new RequestFingerprinter(new CanonicalJson(Set.of()), 0, List.of());
+            new RequestFingerprinter(new CanonicalJson(Set.of(), List.of()), 0, List.of());
     private final Map<String, Tally> tallies = new LinkedHashMap<>();
 
     /** @param storeFaulted the store torture: invariants 7 to 9 too */
