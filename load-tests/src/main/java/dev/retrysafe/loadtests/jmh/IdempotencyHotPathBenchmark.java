@@ -65,9 +65,9 @@ public class IdempotencyHotPathBenchmark {
         key = new IdempotencyKey(uuid);
         tenant = "header:acme";
         routeId = "onboarding-merchants";
-        canonicalJson = new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"));
-        fingerprinter = new RequestFingerprinter(canonicalJson);
-        withoutRules = new RequestFingerprinter(new CanonicalJson(Set.of()));
+        canonicalJson = new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"), List.of());
+        fingerprinter = new RequestFingerprinter(canonicalJson, 0, List.of());
+        withoutRules = new RequestFingerprinter(new CanonicalJson(Set.of(), List.of()), 0, List.of());
         typicalJson = MerchantBodies.typicalMerchant();
         largeJson = MerchantBodies.largeMerchant();
         largeRaw = MerchantBodies.rawBody();

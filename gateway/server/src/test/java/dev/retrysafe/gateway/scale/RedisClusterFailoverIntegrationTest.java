@@ -22,6 +22,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreBuilder;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
@@ -29,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -118,7 +120,7 @@ class RedisClusterFailoverIntegrationTest {
             waiter.listening().block(Duration.ofSeconds(10));
             otherInstance.afterPropertiesSet();
             otherInstance.start();
-            RedisIdempotencyStore store = new RedisIdempotencyStore(StoreConnection.open(otherInstance),
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(StoreConnection.open(otherInstance),
                     RedisWakeUps.on(otherInstance, new SettleSignals(), WakeUpChannel.SHARDED));
             OwnerToken owner = OwnerToken.random();
             store.reserve(request(inTheSameSlot, owner, false)).block(Duration.ofSeconds(10));
@@ -151,7 +153,8 @@ class RedisClusterFailoverIntegrationTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover");
+                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/failover",
+                Optional.empty());
     }
 
     /** A fresh key whose record hashes to a slot of the given master (slot ranges read before it died). */

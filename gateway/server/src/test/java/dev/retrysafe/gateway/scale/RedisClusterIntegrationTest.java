@@ -25,6 +25,7 @@ import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreBuilder;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
@@ -148,8 +149,10 @@ class RedisClusterIntegrationTest {
             IdempotencyScope scope = new IdempotencyScope("", "onboarding", new IdempotencyKey(UUID.randomUUID().toString()));
             OwnerToken owner = OwnerToken.random();
             store.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("c".repeat(64))), owner, Duration.ofMinutes(1),
-                    Duration.ofHours(1), "http://upstream", false, false)).block(Duration.ofSeconds(10));
-            store.markUncertain(Marks.uncertain(scope, owner, "response timeout", Duration.ofHours(1))).block(Duration.ofSeconds(10));
+                    Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty()))
+                    .block(Duration.ofSeconds(10));
+            store.markUncertain(Marks.uncertain(scope, owner, "response timeout", Duration.ofHours(1)))
+                    .block(Duration.ofSeconds(10));
             uncertain.add(scope.hash());
             masters.add(cluster.ownerOf(RedisKeyspace.recordKey(scope)));
         }
@@ -336,7 +339,7 @@ class RedisClusterIntegrationTest {
     }
 
     private static RedisIdempotencyStore store(RedisWakeUps wakeUps) {
-        return new RedisIdempotencyStore(storeConnection, wakeUps);
+        return RedisStoreBuilder.plain(storeConnection, wakeUps);
     }
 
     private static long pubSubBusMessages() {
@@ -365,6 +368,6 @@ class RedisClusterIntegrationTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/wake");
+                Duration.ofMinutes(1), "http://upstream", willWait, false, "POST", "/merchants/wake", Optional.empty());
     }
 }

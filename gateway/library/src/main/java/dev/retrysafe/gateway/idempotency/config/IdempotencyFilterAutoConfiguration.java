@@ -3,7 +3,7 @@ package dev.retrysafe.gateway.idempotency.config;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyFilterServices;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
-import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
+import dev.retrysafe.gateway.idempotency.filter.RouteWatchers;
 import dev.retrysafe.gateway.idempotency.filter.UnguardedGatewayWarning;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyMetrics;
@@ -95,14 +95,19 @@ public class IdempotencyFilterAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(IdempotencyStore.class)
+    IdempotencyFilterServices idempotencyFilterServices(IdempotencyStore store, IdempotencyMetrics metrics,
+            TenantResolver tenants, IdempotencyEvents events, LeaseRenewals leases, RequestReports reports) {
+        return new IdempotencyFilterServices(new MeteredIdempotencyStore(store, metrics), tenants,
+                Clock.systemDefaultZone(), events, leases, reports);
+    }
+
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
     IdempotencyGatewayFilterFactory idempotencyGatewayFilterFactory(IdempotencyProperties properties,
-            IdempotencyStore store, TenantResolver tenants, IdempotencyEvents events, ProcessWatcher processes,
-            ProcessStatusObserver statusObserver, LeaseRenewals leases, IdempotencyMetrics metrics,
-            RequestReports reports, ObjectProvider<HttpClientProperties> httpClient, Reconciler reconciler) {
-        return new IdempotencyGatewayFilterFactory(routeDefaults(properties),
-                new IdempotencyFilterServices(new MeteredIdempotencyStore(store, metrics), tenants,
-                        Clock.systemDefaultZone(), events, processes, statusObserver, leases, reports,
-                        Optional.of(reconciler)),
+            IdempotencyFilterServices services, ProcessWatcher processes, ProcessStatusObserver statusObserver,
+            Reconciler reconciler, ObjectProvider<HttpClientProperties> httpClient) {
+        return new IdempotencyGatewayFilterFactory(properties, services,
+                new RouteWatchers(processes, statusObserver, Optional.of(reconciler)),
                 Optional.ofNullable(httpClient.getIfAvailable()).map(HttpClientProperties::getResponseTimeout));
     }
 
@@ -110,14 +115,6 @@ public class IdempotencyFilterAutoConfiguration {
     @Bean
     UnguardedGatewayWarning idempotencyUnguardedGatewayWarning() {
         return new UnguardedGatewayWarning();
-    }
-
-    static RouteDefaults routeDefaults(IdempotencyProperties p) {
-        return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
-                p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
-                p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.contract(), p.requestBodyTimeout(), p.storeTimeout(), p.retryAfter(),
-                p.storeUnavailable() == IdempotencyProperties.StoreUnavailable.FORWARD, p.rememberedFingerprints());
     }
 
     /**

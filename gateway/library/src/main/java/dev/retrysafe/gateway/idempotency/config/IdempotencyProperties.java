@@ -1,5 +1,6 @@
 package dev.retrysafe.gateway.idempotency.config;
 
+import dev.retrysafe.gateway.idempotency.filter.RouteDefaults;
 import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import java.time.Duration;
 import java.util.List;
@@ -10,7 +11,8 @@ import org.springframework.util.unit.DataSize;
 
 /**
  * Gateway-wide defaults under {@code idempotency.*}. Each route's {@code Idempotency} filter args override the
- * route-level ones; docs/reference/configuration.md lists every property with its default. The {@code @param} texts
+ * route-level ones: the filter reads them as its {@link RouteDefaults}, which this record is, not a copy of;
+ * docs/reference/configuration.md lists every property with its default. The {@code @param} texts
  * are the descriptions IDEs show (the configuration metadata), so they are plain text.
  *
  * @param keyHeader                 Request header carrying the idempotency key. The route arg key-header overrides it.
@@ -113,7 +115,7 @@ public record IdempotencyProperties(
         @DefaultValue Store store,
         @DefaultValue("true") boolean failOnUnknownSettings,
         @DefaultValue("4096") int rememberedFingerprints,
-        @DefaultValue("sampled") RedisCommandObservations redisCommandObservations) {
+        @DefaultValue("sampled") RedisCommandObservations redisCommandObservations) implements RouteDefaults {
 
     public IdempotencyProperties {
         unorderedArrays = unorderedArrays == null ? List.of() : List.copyOf(unorderedArrays);
@@ -130,6 +132,11 @@ public record IdempotencyProperties(
                     + "shorter than idempotency.store-timeout (" + storeTimeout + "), or every unacknowledged "
                     + "write would look like an unreachable Redis");
         }
+    }
+
+    @Override
+    public boolean forwardWhenStoreUnavailable() {
+        return storeUnavailable == StoreUnavailable.FORWARD;
     }
 
     /** Which Redis commands Lettuce observes, when the application has an observation registry. */

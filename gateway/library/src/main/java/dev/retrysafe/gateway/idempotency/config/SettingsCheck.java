@@ -88,8 +88,7 @@ final class SettingsCheck implements BeanFactoryPostProcessor {
     void checkRouteValues(Routes declared) {
         RouteDefaults defaults;
         try {
-            defaults = IdempotencyFilterAutoConfiguration.routeDefaults(
-                    Binder.get(environment).bindOrCreate("idempotency", IdempotencyProperties.class));
+            defaults = Binder.get(environment).bindOrCreate("idempotency", IdempotencyProperties.class);
         } catch (RuntimeException unbindable) {
             return; // Spring Boot's own binding failure, reported when the beans are created, says it better
         }

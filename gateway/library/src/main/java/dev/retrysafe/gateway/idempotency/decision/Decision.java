@@ -12,9 +12,6 @@ public sealed interface Decision {
 
     /** Same key, same fingerprint, final result stored: answer with it, the upstream is not called. */
     record Replay(StoredResponse response, boolean processEnded) implements Decision {
-        public Replay(StoredResponse response) {
-            this(response, false);
-        }
     }
 
     /** Same key, same fingerprint, but the stored result has no body (it exceeded the storage limit). */

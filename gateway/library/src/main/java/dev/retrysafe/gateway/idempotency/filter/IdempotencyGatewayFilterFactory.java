@@ -42,18 +42,21 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
 
     private final RouteDefaults defaults;
     private final IdempotencyFilterServices services;
+    private final RouteWatchers watchers;
     private final Optional<Duration> responseTimeout;
 
     /**
      * @param defaults        every arg's value on a route that does not set it
+     * @param watchers        what a route with a process-status-uri or a reconcile-uri registers with
      * @param responseTimeout Spring Cloud Gateway's gateway-wide {@code httpclient.response-timeout}, if set: it
      *                        bounds how long a forwarded request may wait for its answer before it is abandoned
      */
     public IdempotencyGatewayFilterFactory(RouteDefaults defaults, IdempotencyFilterServices services,
-            Optional<Duration> responseTimeout) {
+            RouteWatchers watchers, Optional<Duration> responseTimeout) {
         super(Config.class);
         this.defaults = defaults;
         this.services = services;
+        this.watchers = watchers;
         this.responseTimeout = responseTimeout;
     }
 
@@ -65,11 +68,11 @@ public class IdempotencyGatewayFilterFactory extends AbstractGatewayFilterFactor
             // keeps its operation keeps settling the records written before.
             String operation = policy.operationOr(config.getRouteId());
             policy.processTracking().ifPresent(tracking -> {
-                services.statusObserver().register(operation, tracking, policy.retention());
-                services.processes().track(operation, tracking, policy.retention());
+                watchers.statusObserver().register(operation, tracking, policy.retention());
+                watchers.processes().track(operation, tracking, policy.retention());
             });
             policy.reconciliation().ifPresent(reconciliation -> {
-                Optional<Reconciler> reconciler = services.reconciler();
+                Optional<Reconciler> reconciler = watchers.reconciler();
                 if (reconciler.isEmpty()) {
                     throw new IllegalStateException("Route " + config.getRouteId() + " has a reconcile-uri but the "
                             + "gateway has no Reconciler");

@@ -49,12 +49,8 @@ public final class CanonicalJson {
     private final Set<String> unorderedArrays;
     private final List<JsonPointer> ignored;
 
-    /** @param unorderedArrays names of fields whose arrays are sets: their order carries no meaning */
-    public CanonicalJson(Set<String> unorderedArrays) {
-        this(unorderedArrays, List.of());
-    }
-
     /**
+     * @param unorderedArrays names of fields whose arrays are sets: their order carries no meaning
      * @param ignored values left out of the canonical form; an element left out of an array shortens it, and the
      *                indexes the other pointers name are those of the body as sent
      */

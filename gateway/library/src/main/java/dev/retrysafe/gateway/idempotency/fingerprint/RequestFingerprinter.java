@@ -36,38 +36,16 @@ public final class RequestFingerprinter {
     private final List<String> intentHeaders;
     private final FingerprintRules rules;
 
-    /** A fingerprinter that puts every JSON body in canonical form, however often it has seen it. */
-    public RequestFingerprinter(CanonicalJson canonicalJson) {
-        this(canonicalJson, 0);
-    }
-
     /**
      * @param rememberedFingerprints how many JSON requests' fingerprints to keep by the hash of their raw bytes, so
      *                               that a retry resending the same bytes skips the canonical form; 0 keeps none
-     */
-    public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints) {
-        this(canonicalJson, rememberedFingerprints, List.of());
-    }
-
-    /**
      * @param intentHeaders request headers whose values are part of the fingerprint, by name in any case; none
      *                      leaves the fingerprint exactly as without this argument
      */
     public RequestFingerprinter(CanonicalJson canonicalJson, int rememberedFingerprints, List<String> intentHeaders) {
-        this(Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize, rememberedFingerprints,
-                headerNames(intentHeaders), canonicalJson);
-    }
-
-    /** For tests that count how often a body is put in canonical form: a route with no rules. */
-    RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints) {
-        this(canonicalJson, rememberedFingerprints, List.of(), new CanonicalJson(Set.of()));
-    }
-
-    private RequestFingerprinter(Function<byte[], Optional<byte[]>> canonicalJson, int rememberedFingerprints,
-            List<String> intentHeaders, CanonicalJson rulesOf) {
-        this.canonicalJson = canonicalJson;
-        this.intentHeaders = intentHeaders;
-        this.rules = FingerprintRules.of(rulesOf.unorderedArrays(), rulesOf.ignored(), intentHeaders);
+        this.canonicalJson = Objects.requireNonNull(canonicalJson, "canonicalJson")::canonicalize;
+        this.intentHeaders = headerNames(intentHeaders);
+        this.rules = FingerprintRules.of(canonicalJson.unorderedArrays(), canonicalJson.ignored(), this.intentHeaders);
         if (rememberedFingerprints < 0) {
             throw new IllegalArgumentException("remembered-fingerprints must not be negative, was "
                     + rememberedFingerprints);

@@ -30,18 +30,4 @@ public record ReservationRequest(IdempotencyScope scope, Fingerprints fingerprin
             path = path.substring(0, MAX_PATH_LENGTH - 3) + "...";
         }
     }
-
-    /** On a route that does not reconcile. */
-    public ReservationRequest(IdempotencyScope scope, Fingerprints fingerprints, OwnerToken owner, Duration lease,
-            Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain, String method,
-            String path) {
-        this(scope, fingerprints, owner, lease, recordTtl, upstream, willWait, retakeUncertain, method, path,
-                Optional.empty());
-    }
-
-    /** Without the request's method and path (a store test that has no request). */
-    public ReservationRequest(IdempotencyScope scope, Fingerprints fingerprints, OwnerToken owner, Duration lease,
-            Duration recordTtl, String upstream, boolean willWait, boolean retakeUncertain) {
-        this(scope, fingerprints, owner, lease, recordTtl, upstream, willWait, retakeUncertain, "", "");
-    }
 }

@@ -12,7 +12,6 @@ import dev.retrysafe.gateway.idempotency.observability.TraceIds;
 import dev.retrysafe.gateway.idempotency.process.ProcessStatusObserver;
 import dev.retrysafe.gateway.idempotency.process.ProcessWatcher;
 import dev.retrysafe.gateway.idempotency.reconcile.Reconciler;
-import dev.retrysafe.gateway.idempotency.response.ErrorContract;
 import dev.retrysafe.gateway.idempotency.response.GatewayError;
 import dev.retrysafe.gateway.idempotency.record.RecordState;
 import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
@@ -38,7 +37,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -582,7 +583,7 @@ class IdempotencyGatewayFilterTest {
 
     @Test
     void theIetfContractCanBeTheDefaultAndARouteCanStillChooseOnboarding() {
-        RouteDefaults ietfByDefault = withContract(defaults(false), ErrorContract.IETF);
+        RouteDefaults ietfByDefault = properties(Map.of("contract", "ietf"));
         MockServerWebExchange byDefault = exchange(post().body(BODY));
         factory(ietfByDefault, store).apply(new IdempotencyGatewayFilterFactory.Config()).filter(byDefault, upstream)
                 .block(WAIT);
@@ -952,26 +953,31 @@ class IdempotencyGatewayFilterTest {
                 Duration.ofSeconds(60), Duration.ofSeconds(60), ProcessWatcher.ROUND_LIMIT);
         watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, new IdempotencyFilterServices(store,
-                new PrincipalOrHeaderTenantResolver(null), clock, events, processes,
-                new ProcessStatusObserver(processes, defaults.storeTimeout(), events), leases,
-                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE),
-                Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
-                        Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(), Duration.ofMinutes(1),
-                        new IdempotencyMetrics(meters)))), Optional.empty());
+                new PrincipalOrHeaderTenantResolver(null), clock, events, leases,
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE)),
+                new RouteWatchers(processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events),
+                        Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
+                                Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(),
+                                Duration.ofMinutes(1), new IdempotencyMetrics(meters)))),
+                Optional.empty());
     }
 
-    /** The route defaults as IdempotencyFilterAutoConfiguration.routeDefaults makes them from the properties. */
+    /** The defaults of an application that sets no property but these two. */
     static RouteDefaults defaults(boolean forwardWhenStoreUnavailable) {
         return defaults(forwardWhenStoreUnavailable, PROPERTIES.storeTimeout());
     }
 
     static RouteDefaults defaults(boolean forwardWhenStoreUnavailable, Duration storeTimeout) {
-        IdempotencyProperties p = PROPERTIES;
-        return new RouteDefaults(p.keyHeader(), p.keyMinLength(), p.keyMaxLength(), p.methods(), p.unorderedArrays(),
-                p.replayStatus(), p.neverStoredHeaders(), p.inFlightWait(), p.inFlightLease(), p.retention(),
-                p.releaseOnStatus(), p.maxRequestBytes(), p.maxStoredResponseBytes(), p.upstreamHonoursKey(),
-                p.contract(), p.requestBodyTimeout(), storeTimeout, p.retryAfter(), forwardWhenStoreUnavailable,
-                p.rememberedFingerprints());
+        return properties(Map.of("store-unavailable", forwardWhenStoreUnavailable ? "forward" : "reject",
+                "store-timeout", storeTimeout.toMillis() + "ms"));
+    }
+
+    /** The {@code idempotency.*} properties with these set (names without the prefix), bound as Boot binds them. */
+    static IdempotencyProperties properties(Map<String, String> set) {
+        Map<String, String> prefixed = new HashMap<>();
+        set.forEach((name, value) -> prefixed.put("idempotency." + name, value));
+        return new Binder(new MapConfigurationPropertySource(prefixed)).bindOrCreate("idempotency",
+                IdempotencyProperties.class);
     }
 
     /** Polls (bounded) until the scope's record is as expected: background store calls end after the answer. */
@@ -1015,14 +1021,6 @@ class IdempotencyGatewayFilterTest {
         IdempotencyGatewayFilterFactory.Config config = new IdempotencyGatewayFilterFactory.Config();
         config.setContract("ietf");
         return config;
-    }
-
-    static RouteDefaults withContract(RouteDefaults d, ErrorContract contract) {
-        return new RouteDefaults(d.keyHeader(), d.keyMinLength(), d.keyMaxLength(), d.methods(), d.unorderedArrays(),
-                d.replayStatus(), d.neverStoredHeaders(), d.inFlightWait(), d.inFlightLease(), d.retention(),
-                d.releaseOnStatus(), d.maxRequestBytes(), d.maxStoredResponseBytes(), d.upstreamHonoursKey(), contract,
-                d.requestBodyTimeout(), d.storeTimeout(), d.retryAfter(), d.forwardWhenStoreUnavailable(),
-                d.rememberedFingerprints());
     }
 
     void assertUncertainConflict(MockServerWebExchange exchange) {

@@ -6,6 +6,7 @@ import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.RedisStoreContractFixture;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisStoreBuilder;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
 import dev.retrysafe.gateway.idempotency.store.redis.StoreConnection;
 import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
@@ -78,7 +79,7 @@ class OperatorCountTest {
 
     @Test
     void aFirstWriteAndAReplayStayWithinTheirOperatorBudgets() {
-        IdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps);
+        IdempotencyStore store = RedisStoreBuilder.plain(connection, wakeUps);
         GatewayFilter filter = helpers.factory(IdempotencyGatewayFilterTest.defaults(false), store)
                 .apply(new IdempotencyGatewayFilterFactory.Config());
         Hooks.onEachOperator(getClass().getName(), publisher -> {

@@ -11,6 +11,7 @@ import dev.retrysafe.gateway.idempotency.key.KeySource;
 import dev.retrysafe.gateway.idempotency.record.StorableHeaders;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,7 +20,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class RoutePolicyTest {
 
     private static final KeyPolicy KEY_POLICY = new KeyPolicy(16, 64);
-    private static final RequestFingerprinter FINGERPRINTER = new RequestFingerprinter(new CanonicalJson(Set.of()));
+    private static final RequestFingerprinter FINGERPRINTER =
+            new RequestFingerprinter(new CanonicalJson(Set.of(), List.of()), 0, List.of());
     private static final StorableHeaders STORABLE = new StorableHeaders(Set.of("Set-Cookie"));
     private static final OutcomePolicy OUTCOMES = new OutcomePolicy(Set.of(503));
 

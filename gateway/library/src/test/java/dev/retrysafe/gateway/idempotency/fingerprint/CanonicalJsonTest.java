@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import java.math.BigDecimal;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
@@ -16,7 +17,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 class CanonicalJsonTest {
 
-    private final CanonicalJson canonicalJson = new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"));
+    private final CanonicalJson canonicalJson =
+            new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"), List.of());
 
     private Optional<String> canonical(String json) {
         return canonicalJson.canonicalize(json.getBytes(StandardCharsets.UTF_8))
@@ -184,7 +186,8 @@ class CanonicalJsonTest {
 
     @Test
     void sortsNothingWithoutConfiguredNames() {
-        assertThat(new CanonicalJson(Set.of()).canonicalize("{\"sites\":[2,1]}".getBytes(StandardCharsets.UTF_8)))
+        assertThat(new CanonicalJson(Set.of(), List.of())
+                .canonicalize("{\"sites\":[2,1]}".getBytes(StandardCharsets.UTF_8)))
                 .hasValueSatisfying(bytes -> assertThat(new String(bytes, StandardCharsets.UTF_8))
                         .isEqualTo("{\"sites\":[2,1]}"));
     }

@@ -46,7 +46,7 @@ class IntentFingerprintTest {
     void aRouteThatKeepsEveryFieldKeepsItsFingerprints(int remembered) {
         assertThat(post(fingerprinter(remembered, List.of(), List.of()), ONBOARDING, Map.of("X-Api-Version",
                 List.of("2")))).isEqualTo(new Fingerprint(ONBOARDING_FINGERPRINT));
-        assertThat(new RequestFingerprinter(new CanonicalJson(ONBOARDING_UNORDERED), remembered)
+        assertThat(new RequestFingerprinter(new CanonicalJson(ONBOARDING_UNORDERED, List.of()), remembered, List.of())
                 .fingerprint("POST", "/merchants", null, "application/json", ONBOARDING.getBytes(StandardCharsets.UTF_8)))
                 .isEqualTo(new Fingerprint(ONBOARDING_FINGERPRINT));
     }

@@ -3,6 +3,7 @@ package dev.retrysafe.gateway.idempotency.fingerprint;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
@@ -27,7 +28,8 @@ class RequestFingerprinterTest {
             """;
 
     private final RequestFingerprinter fingerprinter =
-            new RequestFingerprinter(new CanonicalJson(Set.of("integrations", "paymentMethods", "sites")));
+            new RequestFingerprinter(new CanonicalJson(Set.of("integrations", "paymentMethods", "sites"), List.of()), 0,
+                    List.of());
 
     private Fingerprint post(String body) {
         return fingerprinter.fingerprint("POST", CREATE, null, JSON, utf8(body));

@@ -7,6 +7,7 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
@@ -20,7 +21,7 @@ class Utf8Test {
         // text whose canonical form was then refused.
         byte[] body = bytes("7b22", "f0899880", "223a317d"); // {"<F0 89 98 80>":1}
         assertThat(Utf8.isValid(body)).isFalse();
-        assertThat(new CanonicalJson(Set.of()).canonicalize(body)).isEqualTo(Optional.empty());
+        assertThat(new CanonicalJson(Set.of(), List.of()).canonicalize(body)).isEqualTo(Optional.empty());
     }
 
     @Test

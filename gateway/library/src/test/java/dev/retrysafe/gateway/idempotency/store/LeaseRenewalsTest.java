@@ -10,6 +10,7 @@ import dev.retrysafe.gateway.idempotency.support.ForwardingStore;
 import dev.retrysafe.gateway.idempotency.support.InMemoryIdempotencyStore;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -45,7 +46,7 @@ class LeaseRenewalsTest {
             }
         }, Duration.ofMillis(50));
         records.reserve(new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("ab".repeat(32))), owner, LEASE, Duration.ofMinutes(5),
-                "http://upstream", false, false, "POST", "/merchants")).block();
+                "http://upstream", false, false, "POST", "/merchants", Optional.empty())).block();
         long heldAt = System.nanoTime();
 
         renewals.hold(scope, owner, LEASE, Duration.ofSeconds(1), new LeaseRenewals.Watch(System::nanoTime,

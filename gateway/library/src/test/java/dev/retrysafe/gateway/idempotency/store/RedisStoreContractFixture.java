@@ -73,7 +73,8 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
         processes = new RedisProcessQueue(bytes, connection.cluster());
         lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL,
                 SHORT, connection.cluster());
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
         wakeUps.channel().block(WAIT);

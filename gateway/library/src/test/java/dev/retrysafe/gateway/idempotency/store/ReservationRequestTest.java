@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import java.time.Duration;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** What a client's path can put into every record it reserves: bounded, whatever it sends. */
@@ -29,6 +30,6 @@ class ReservationRequestTest {
 
     private ReservationRequest request(String path) {
         return new ReservationRequest(scope, fingerprint, OwnerToken.random(), Duration.ofSeconds(60),
-                Duration.ofHours(24), "http://upstream", false, false, "POST", path);
+                Duration.ofHours(24), "http://upstream", false, false, "POST", path, Optional.empty());
     }
 }

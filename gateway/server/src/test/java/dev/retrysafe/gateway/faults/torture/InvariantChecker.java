@@ -49,7 +49,8 @@ final class InvariantChecker {
         final List<String> violations = new ArrayList<>();
     }
 
-    private final RequestFingerprinter fingerprinter = new RequestFingerprinter(new CanonicalJson(Set.of()));
+    private final RequestFingerprinter fingerprinter =
+            new RequestFingerprinter(new CanonicalJson(Set.of(), List.of()), 0, List.of());
     private final Map<String, Tally> tallies = new LinkedHashMap<>();
 
     /** @param storeFaulted the store torture: invariants 7 to 9 too */

@@ -59,10 +59,6 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
     /** Whether nothing needs opening before the first call: how {@link #stop()} leaves it for the next start. */
     private final boolean sharedNeedsNoOpening;
 
-    public PreopenedConnections(ReactiveRedisConnectionFactory connections) {
-        this(connections, true);
-    }
-
     /** @param coalesceWrites whether the store's connection coalesces its writes ({@link StoreConnection}) */
     public PreopenedConnections(ReactiveRedisConnectionFactory connections, boolean coalesceWrites) {
         this.connections = connections;

@@ -73,21 +73,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
 
-    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps) {
-        this(redis, wakeUps, 1024, EncryptionKeys.none(), Optional.empty());
-    }
-
-    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps,
-            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks) {
-        this(redis, wakeUps, compressAbove, encryption, replicaAcks, Duration.ofSeconds(1));
-    }
-
-    public RedisIdempotencyStore(StoreConnection redis, RedisWakeUps wakeUps,
-            int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
-            Duration firstProcessPoll) {
-        this(() -> redis, wakeUps, compressAbove, encryption, replicaAcks, firstProcessPoll, RELEASED_OWNERS_TTL);
-    }
-
     /**
      * @param redis         the store's connection: {@link PreopenedConnections#store()}, which refuses at once until
      *                      it is open

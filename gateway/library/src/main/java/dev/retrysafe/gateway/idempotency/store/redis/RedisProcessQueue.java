@@ -30,11 +30,6 @@ public final class RedisProcessQueue implements ProcessQueue {
     private final ReactiveRedisTemplate<String, byte[]> redis;
     private final RedisFleetQueue queue;
 
-    /** On a single Redis. */
-    public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis) {
-        this(redis, false);
-    }
-
     /** @param cluster a Redis Cluster: the slots' queues are read a master at a time ({@link UnsettledIndex}) */
     public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
         this.redis = redis;

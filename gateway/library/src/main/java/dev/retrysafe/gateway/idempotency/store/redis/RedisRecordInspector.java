@@ -48,16 +48,6 @@ public final class RedisRecordInspector implements RecordInspector {
     private final UnsettledIndex index;
     private final Duration releasedOwnersTtl;
 
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
-            EncryptionKeys encryption) {
-        this(redis, wakeUps, encryption, false);
-    }
-
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
-            EncryptionKeys encryption, boolean oneSlotPerCall) {
-        this(redis, wakeUps, encryption, oneSlotPerCall, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
-    }
-
     /**
      * @param encryption     the same keys the store uses, to show and write sealed responses
      * @param oneSlotPerCall a Redis Cluster: the index is read by master where Redis allows (7 and later), else one

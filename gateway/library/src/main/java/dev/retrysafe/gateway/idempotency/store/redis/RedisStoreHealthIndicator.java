@@ -30,12 +30,10 @@ public final class RedisStoreHealthIndicator implements ReactiveHealthIndicator 
     private final String whileDown;
     private final Supplier<Map<String, Object>> memory;
 
-    /** @param whileDown what guarded requests get while the store is down, shown in the DOWN details */
-    public RedisStoreHealthIndicator(ReactiveRedisTemplate<String, byte[]> redis, Duration timeout, String whileDown) {
-        this(redis, timeout, whileDown, Map::of);
-    }
-
-    /** @param memory what the memory watch found, added to the details (see {@link RedisMemoryWatch#details()}) */
+    /**
+     * @param whileDown what guarded requests get while the store is down, shown in the DOWN details
+     * @param memory    what the memory watch found, added to the details (see {@link RedisMemoryWatch#details()})
+     */
     public RedisStoreHealthIndicator(ReactiveRedisTemplate<String, byte[]> redis, Duration timeout, String whileDown,
             Supplier<Map<String, Object>> memory) {
         this.redis = redis;

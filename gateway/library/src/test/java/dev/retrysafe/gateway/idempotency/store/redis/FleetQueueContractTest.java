@@ -65,8 +65,8 @@ class FleetQueueContractTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()),
-                1024, EncryptionKeys.none(), Optional.empty(), Duration.ofMillis(1));
+        store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()))
+                .firstProcessPoll(Duration.ofMillis(1)).build();
     }
 
     /** What a queue does with one claimed entry while it is claimed, and whether its work is then done. */
@@ -88,7 +88,7 @@ class FleetQueueContractTest {
             @Override
             List<String> claim(IdempotencyScope scope, Work work, boolean done, Duration claim) {
                 List<String> claimed = new CopyOnWriteArrayList<>();
-                new RedisProcessQueue(bytes).pollDue(32, claim, Duration.ofSeconds(60), due -> {
+                new RedisProcessQueue(bytes, false).pollDue(32, claim, Duration.ofSeconds(60), due -> {
                     claimed.add(due.scopeHash());
                     return work.during(due.scopeHash()).thenReturn(done
                             ? new PollResult.Ended("COMPLETED", Duration.ofHours(1))
@@ -104,7 +104,7 @@ class FleetQueueContractTest {
 
             @Override
             Function<Duration, Mono<Integer>> restoreOfAnInstance() {
-                return new RedisProcessQueue(bytes)::restoreLostSlots;
+                return new RedisProcessQueue(bytes, false)::restoreLostSlots;
             }
         },
         LOOKUPS(RedisKeyspace.LOOKUPS) {

@@ -2,7 +2,6 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprints;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
@@ -57,8 +56,8 @@ class RedisProcessQueueTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()),
-                1024, EncryptionKeys.none(), Optional.empty(), Duration.ofMillis(100));
+        store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()))
+                .firstProcessPoll(Duration.ofMillis(100)).build();
     }
 
     @Test
@@ -90,8 +89,8 @@ class RedisProcessQueueTest {
             RedisWakeUps wakeUps = RedisWakeUps.on(counted, new SettleSignals());
             // Its one INFO (the servers' version) asked now, not in the background during the measured call.
             wakeUps.channel().block(WAIT);
-            RedisIdempotencyStore countedStore = new RedisIdempotencyStore(StoreConnection.open(counted), wakeUps,
-                    1024, EncryptionKeys.none(), Optional.empty(), Duration.ofMillis(100));
+            RedisIdempotencyStore countedStore = RedisStoreBuilder.on(StoreConnection.open(counted), wakeUps)
+                    .firstProcessPoll(Duration.ofMillis(100)).build();
             IdempotencyScope first = new IdempotencyScope("t", "route", new IdempotencyKey(UUID.randomUUID().toString()));
             stored202(countedStore, first, "p-0");
             sent.clear();
@@ -114,7 +113,7 @@ class RedisProcessQueueTest {
     void aSlotWithoutPendingProcessesLeavesTheDirectory() {
         stored202("p-1");
         awaitDue();
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        RedisProcessQueue queue = new RedisProcessQueue(bytes, false);
         queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60),
                 p -> Mono.just(new PollResult.Ended("COMPLETED", Duration.ofHours(1)))).block(WAIT);
 
@@ -126,7 +125,7 @@ class RedisProcessQueueTest {
     @Test
     void eachAnswerThatItStillRunsDoublesTheDelayUpToTheLongest() {
         stored202("p-1");
-        RedisProcessQueue queue = new RedisProcessQueue(bytes);
+        RedisProcessQueue queue = new RedisProcessQueue(bytes, false);
         for (String expected : List.of("200", "400", "500", "500")) {
             awaitDue();
             assertThat(pollOwn(queue, Duration.ofMillis(500))).hasSize(1);

@@ -25,6 +25,7 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -308,7 +309,7 @@ class RedisWakeUpsTest {
         wakeUps.classicSubscribed().block(WAIT);
         wakeUps.channel().block(WAIT);
         started.add(wakeUps::stop);
-        return new Instance(wakeUps, new RedisIdempotencyStore(store, wakeUps));
+        return new Instance(wakeUps, RedisStoreBuilder.plain(store, wakeUps));
     }
 
     private static Mono<StatefulRedisPubSubConnection<String, String>> connectPubSub() {
@@ -347,7 +348,7 @@ class RedisWakeUpsTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, boolean willWait) {
         return new ReservationRequest(scope, FP, owner, Duration.ofSeconds(30), Duration.ofMinutes(1),
-                "http://upstream", willWait, false, "POST", "/merchants");
+                "http://upstream", willWait, false, "POST", "/merchants", Optional.empty());
     }
 
     private record Instance(RedisWakeUps wakeUps, RedisIdempotencyStore store) {

@@ -83,7 +83,7 @@ class StoreConnectionTest {
                 }
             });
             StoreConnection connection = StoreConnection.open(factory);
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(connection, wakeUps(factory));
             reserve(store);
             sent.clear();
 
@@ -117,7 +117,7 @@ class StoreConnectionTest {
         };
         factory.afterPropertiesSet();
         factory.start();
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             assertThat(connections.isOpen()).isTrue();
@@ -153,7 +153,7 @@ class StoreConnectionTest {
     void untilTheStoresConnectionIsOpenACallIsRefusedUnsent() {
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
         // Not started: as while the opener is still trying, in the background.
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             RedisIdempotencyStore store = storeOn(connections, factory);
 
@@ -171,7 +171,7 @@ class StoreConnectionTest {
         LettuceConnectionFactory factory = own.connect(AS_THE_GATEWAY);
         try {
             StoreConnection connection = StoreConnection.open(factory);
-            RedisIdempotencyStore store = new RedisIdempotencyStore(connection, wakeUps(factory));
+            RedisIdempotencyStore store = RedisStoreBuilder.plain(connection, wakeUps(factory));
             reserve(store);
             own.close();
             Flux.interval(Duration.ofMillis(10)).onBackpressureDrop()
@@ -189,7 +189,7 @@ class StoreConnectionTest {
         // As Spring pauses a cached test context and resumes it, or an application context is stopped and started:
         // Spring's factory shuts its client down with it, and the store's connection came from that client.
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             RedisIdempotencyStore store = storeOn(connections, factory);
@@ -213,7 +213,7 @@ class StoreConnectionTest {
     @Test
     void theStoresConnectionIsClosedWithTheApplication() {
         LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
-        PreopenedConnections connections = new PreopenedConnections(factory);
+        PreopenedConnections connections = new PreopenedConnections(factory, true);
         try {
             connections.start();
             StoreConnection connection = connections.store();
@@ -301,7 +301,7 @@ class StoreConnectionTest {
 
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner) {
         return new ReservationRequest(scope, Fingerprints.underNoRules(new Fingerprint("a".repeat(64))), owner, Duration.ofSeconds(30),
-                Duration.ofHours(1), "http://upstream", false, false);
+                Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty());
     }
 
     private static Completion accepted(IdempotencyScope scope, OwnerToken owner, String processId) {

@@ -103,11 +103,10 @@ class StoredFormatFixturesTest {
     void emptyRedis() {
         redis.flush();
         RedisWakeUps wakeUps = RedisWakeUps.on(redis.connections(), new SettleSignals());
-        plain = new RedisIdempotencyStore(redis.store(), wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
-                Duration.ofSeconds(1));
-        sealed = new RedisIdempotencyStore(redis.store(), wakeUps, 1024, FIXTURE_KEY, Optional.empty(),
-                Duration.ofSeconds(1));
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
+        plain = RedisStoreBuilder.on(redis.store(), wakeUps).build();
+        sealed = RedisStoreBuilder.on(redis.store(), wakeUps).sealedWith(FIXTURE_KEY).build();
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
     /** One stored state: how this release's store is driven into it. */

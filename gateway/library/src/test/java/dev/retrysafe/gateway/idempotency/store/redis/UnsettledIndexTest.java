@@ -63,10 +63,9 @@ class UnsettledIndexTest {
     @BeforeEach
     void emptyRedis() {
         redis.flush();
-        store = new RedisIdempotencyStore(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals()), 1024,
-                EncryptionKeys.none(), Optional.empty());
+        store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals())).build();
         inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
-                EncryptionKeys.none());
+                EncryptionKeys.none(), false, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
     @Test
@@ -177,7 +176,8 @@ class UnsettledIndexTest {
         bytes.<String, byte[]>opsForHash().putAll(RedisKeyspace.recordKey(later), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
         RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes,
-                RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none());
+                RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         assertThat(anotherInstance.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT).uncertain())
                 .as("done once for the fleet: no second SCAN").isEqualTo(1);
     }
@@ -257,7 +257,7 @@ class UnsettledIndexTest {
     private static ReservationRequest request(IdempotencyScope scope, OwnerToken owner, Duration recordTtl,
             boolean retakeUncertain) {
         return new ReservationRequest(scope, FP, owner, Duration.ofSeconds(30), recordTtl, "http://upstream", false,
-                retakeUncertain);
+                retakeUncertain, "", "", Optional.empty());
     }
 
     private static StoredResponse accepted() {

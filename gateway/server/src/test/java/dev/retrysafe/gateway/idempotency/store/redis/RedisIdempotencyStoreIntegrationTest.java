@@ -72,11 +72,12 @@ class RedisIdempotencyStoreIntegrationTest {
         bytes = new ReactiveRedisTemplate<>(connections, context);
         wakeUps = RedisWakeUps.on(connections, signals);
         storeConnection = StoreConnection.open(connections);
-        store = new RedisIdempotencyStore(storeConnection, wakeUps);
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none());
+        store = RedisStoreBuilder.plain(storeConnection, wakeUps);
+        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         String key = Base64.getEncoder().encodeToString(new byte[32]);
-        sealingStore = new RedisIdempotencyStore(storeConnection, wakeUps, 1024,
-                EncryptionKeys.fromBase64(Map.of("k1", key), "k1"), Optional.empty());
+        sealingStore = RedisStoreBuilder.on(storeConnection, wakeUps)
+                .sealedWith(EncryptionKeys.fromBase64(Map.of("k1", key), "k1")).build();
         strings = new ReactiveStringRedisTemplate(connections);
     }
 
@@ -97,7 +98,8 @@ class RedisIdempotencyStoreIntegrationTest {
 
     static Mono<Reservation> reserve(IdempotencyScope scope, Fingerprints fp, OwnerToken owner, Duration lease,
             boolean wait) {
-        return store.reserve(new ReservationRequest(scope, fp, owner, lease, RETENTION, "http://upstream", wait, false));
+        return store.reserve(new ReservationRequest(scope, fp, owner, lease, RETENTION, "http://upstream", wait, false,
+                "", "", Optional.empty()));
     }
 
     static Mono<Boolean> complete(IdempotencyScope scope, OwnerToken owner, StoredResponse response) {
@@ -253,7 +255,7 @@ class RedisIdempotencyStoreIntegrationTest {
         awaitLeaseLapse(scope);
         OwnerToken second = OwnerToken.random();
         assertThat(store.reserve(new ReservationRequest(scope, FP, second, LEASE, RETENTION, "http://upstream",
-                false, true)).block()).isInstanceOf(Reservation.Reserved.class);
+                false, true, "", "", Optional.empty())).block()).isInstanceOf(Reservation.Reserved.class);
 
         assertThat(store.markUncertain(Marks.uncertain(scope, first, "response timeout", RETENTION)).block())
                 .isEqualTo(SettleResult.NOT_OWNER);
@@ -376,7 +378,7 @@ class RedisIdempotencyStoreIntegrationTest {
         IdempotencyScope shortLived = newScope();
         OwnerToken other = OwnerToken.random();
         store.reserve(new ReservationRequest(shortLived, FP, other, LEASE, Duration.ofSeconds(5), "http://upstream",
-                false, false)).block();
+                false, false, "", "", Optional.empty())).block();
         operator.release(shortLived.hash()).block();
         assertThat(strings.getExpire(RedisKeyspace.releasedOwnersKey(shortLived.hash())).block())
                 .as("at least the released owners' own life").isBetween(Duration.ofSeconds(50), Duration.ofMinutes(1));
@@ -421,7 +423,7 @@ class RedisIdempotencyStoreIntegrationTest {
 
         OwnerToken second = OwnerToken.random();
         Reservation retaken = store.reserve(new ReservationRequest(scope, FP, second, LEASE, RETENTION,
-                "http://upstream", false, true)).block();
+                "http://upstream", false, true, "", "", Optional.empty())).block();
         assertThat(retaken).isInstanceOf(Reservation.Reserved.class);
         assertThat(field(scope, "attempts")).isEqualTo("2");
         assertThat(complete(scope, first, response("stale")).block()).as("the former owner lost it").isFalse();

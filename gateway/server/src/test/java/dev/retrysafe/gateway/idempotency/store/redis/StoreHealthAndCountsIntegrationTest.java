@@ -10,6 +10,7 @@ import io.lettuce.core.ClientOptions;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -55,7 +56,7 @@ class StoreHealthAndCountsIntegrationTest {
     @Test
     void healthIsDownWithTheReasonWhileRedisIsStoppedAndUpWhenItIsBack() {
         RedisStoreHealthIndicator health = new RedisStoreHealthIndicator(template, Duration.ofSeconds(1),
-                "refused with 503");
+                "refused with 503", Map::of);
         Health up = health.health().block(Duration.ofSeconds(10));
         assertThat(up.getStatus()).isEqualTo(Status.UP);
         assertThat(up.getDetails()).containsKey("roundTripMillis");
@@ -117,6 +118,6 @@ class StoreHealthAndCountsIntegrationTest {
 
     private RedisRecordInspector inspector() {
         return new RedisRecordInspector(template, RedisWakeUps.on(connections, new SettleSignals()),
-                EncryptionKeys.none());
+                EncryptionKeys.none(), false, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 }

@@ -25,6 +25,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
@@ -79,7 +80,7 @@ class UnsettledIndexClusterIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
-        store = new RedisIdempotencyStore(StoreConnection.open(connections), wakeUps);
+        store = RedisStoreBuilder.plain(StoreConnection.open(connections), wakeUps);
     }
 
     @AfterEach
@@ -243,7 +244,7 @@ class UnsettledIndexClusterIntegrationTest {
 
     private ReservationRequest reserve(IdempotencyScope scope) {
         ReservationRequest request = new ReservationRequest(scope, FP, OwnerToken.random(), Duration.ofMinutes(1),
-                Duration.ofHours(1), "http://upstream", false, false);
+                Duration.ofHours(1), "http://upstream", false, false, "", "", Optional.empty());
         store.reserve(request).block(WAIT);
         return request;
     }
