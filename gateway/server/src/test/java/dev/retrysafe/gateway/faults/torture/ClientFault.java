@@ -14,7 +14,9 @@ enum ClientFault {
     BAD_TRANSFER_ENCODING("bad-transfer-encoding", true),
     SLOW_BODY("slow-body", false),
     DUPLICATES_SAME_BODY("duplicates-same-body", false),
-    DUPLICATES_DIFFERENT_BODIES("duplicates-different-bodies", false);
+    DUPLICATES_DIFFERENT_BODIES("duplicates-different-bodies", false),
+    /** No Idempotency-Key (the exchange is named in {@code X-Torture-Exchange}): refused, never forwarded. */
+    MISSING_KEY("missing-key", false);
 
     final String label;
     /** The request is malformed: it must be refused (400 or a closed connection), never forwarded or reserved. */

@@ -26,6 +26,12 @@ record HttpMessage(String startLine, Map<String, String> headers, byte[] body) {
 
     /** Reads one message; {@code null} when the stream ends cleanly before its first byte. */
     static HttpMessage read(InputStream in, boolean bodyUntilClose) throws IOException {
+        HttpMessage head = readHead(in);
+        return head == null ? null : head.withBody(in, bodyUntilClose);
+    }
+
+    /** Reads the start line and the headers only, the body left unread; {@code null} as {@link #read}. */
+    static HttpMessage readHead(InputStream in) throws IOException {
         String startLine = line(in, true);
         if (startLine == null) {
             return null;
@@ -35,6 +41,11 @@ record HttpMessage(String startLine, Map<String, String> headers, byte[] body) {
             int colon = line.indexOf(':');
             headers.put(line.substring(0, colon).trim().toLowerCase(Locale.ROOT), line.substring(colon + 1).trim());
         }
+        return new HttpMessage(startLine, headers, new byte[0]);
+    }
+
+    /** This head with its body, read as its headers frame it. */
+    HttpMessage withBody(InputStream in, boolean bodyUntilClose) throws IOException {
         String length = headers.get("content-length");
         if ("chunked".equalsIgnoreCase(headers.get("transfer-encoding"))) {
             return new HttpMessage(startLine, headers, dechunk(in));

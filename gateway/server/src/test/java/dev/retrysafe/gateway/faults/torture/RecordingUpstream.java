@@ -24,46 +24,106 @@ import java.util.concurrent.atomic.AtomicInteger;
  * writes would: 200 with the answer it gave (or began to give) for a key whose request it received and took, 404 for
  * a key it never received or answered 503 to. A request whose answer broke (reset, never answered, cut short) was
  * still received whole and taken: a backend has that write, so its lookup finds it, with the answer it produced.
+ * The reconciling route's lookups ({@value #LOOKUP_PATH}secured/{key}) are answered only with its bearer token
+ * ({@link RouteKind#LOOKUP_TOKEN}), 401 without it; that route's keys may be dropped: the head read, the connection
+ * closed, the body never read nor answered ({@link UpstreamFault#DROP}). On the process-tracking route a taken
+ * write is answered 202 naming a process of its own, whose status ({@link RouteKind#PROCESS_PATH}{id}) is PENDING
+ * until the key's plan ends it (after so many polls) or {@link #endProcesses} ends every one.
  */
 final class RecordingUpstream implements AutoCloseable {
     static final int RELEASED_STATUS = 503;
     static final String LOOKUP_PATH = "/torture-lookups/";
     static final int FOUND_STATUS = 200;
     static final int NOT_FOUND_STATUS = 404;
+    static final int UNAUTHORIZED_STATUS = 401;
+    /** Names the exchange of a request sent without an Idempotency-Key. */
+    static final String EXCHANGE_HEADER = "X-Torture-Exchange";
 
-    /** One lookup of a key by the gateway's reconciler, when it arrived ({@code System.nanoTime}) and its answer. */
-    record Lookup(String key, long atNanos, int status) {
+    /**
+     * One lookup of a key by the gateway's reconciler, when it arrived ({@code System.nanoTime}) and its answer;
+     * {@code secured}: on the path that wants the bearer token.
+     */
+    record Lookup(String key, long atNanos, int status, boolean secured) {
+    }
+
+    /** A request of the key dropped before its body was read, when ({@code System.nanoTime}). */
+    record Drop(String key, long atNanos) {
+    }
+
+    /** One status read of a process; {@code known}: a process the upstream named in a 202. */
+    record Poll(String processId, long atNanos, String status, boolean known) {
+    }
+
+    /** How a key's processes end: after so many polls (0: only at {@link #endProcesses}), with which status. */
+    record ProcessPlan(int endAfterPolls, String endStatus) {
+        static final ProcessPlan AT_THE_END = new ProcessPlan(0, "COMPLETED");
+    }
+
+    /** A process the upstream began for one receipt of the process-tracking route. */
+    static final class Process {
+        final String id;
+        final String key;
+        final ProcessPlan plan;
+        int polls;
+        /** The terminal status once a poll reported it, else null. */
+        volatile String reportedEnd;
+
+        Process(String id, String key, ProcessPlan plan) {
+            this.id = id;
+            this.key = key;
+            this.plan = plan;
+        }
     }
 
     /** One request the upstream received whole; {@code answeredStatus} is set once its answer was fully written. */
     static final class Receipt {
         final int id;
         final String key;
+        final RouteKind route;
+        /** It came without an Idempotency-Key (its key is the {@value #EXCHANGE_HEADER} header's). */
+        final boolean keyless;
         final byte[] body;
         final UpstreamFault fault;
+        /** The process its 202 names (the process-tracking route), else null. */
+        final String processId;
         final byte[] responseBody;
         final long receivedNanos = System.nanoTime();
         volatile int answeredStatus;
 
-        Receipt(int id, String key, byte[] body, UpstreamFault fault) {
+        Receipt(int id, String key, RouteKind route, boolean keyless, byte[] body, UpstreamFault fault) {
             this.id = id;
             this.key = key;
+            this.route = route;
+            this.keyless = keyless;
             this.body = body;
             this.fault = fault;
-            this.responseBody = HttpMessage.ascii("{\"receipt\":" + id + ",\"key\":\"" + key + "\"}");
+            this.processId = route == RouteKind.PROCESS ? "p-" + id : null;
+            this.responseBody = HttpMessage.ascii("{" + (processId == null ? ""
+                    : "\"processId\":\"" + processId + "\",\"status\":\"PENDING\",") + "\"receipt\":" + id
+                    + ",\"key\":\"" + key + "\"}");
         }
 
         /** The upstream took the write: everything but its 503, which says it did not. */
         boolean taken() {
             return fault != UpstreamFault.UNAVAILABLE;
         }
+
+        /** Its 2xx answer was written whole. */
+        boolean acknowledged() {
+            return answeredStatus >= 200 && answeredStatus < 300;
+        }
     }
 
     private final ServerSocket server;
     private final Duration slowAnswer;
     private final Map<String, UpstreamFault> faults = new ConcurrentHashMap<>();
+    private final Map<String, ProcessPlan> processPlans = new ConcurrentHashMap<>();
+    private final Map<String, Process> processes = new ConcurrentHashMap<>();
     private final Queue<Receipt> receipts = new ConcurrentLinkedQueue<>();
     private final Queue<Lookup> lookups = new ConcurrentLinkedQueue<>();
+    private final Queue<Drop> drops = new ConcurrentLinkedQueue<>();
+    private final Queue<Poll> polls = new ConcurrentLinkedQueue<>();
+    private volatile boolean processesEnded;
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     private final AtomicInteger ids = new AtomicInteger();
 
@@ -83,6 +143,28 @@ final class RecordingUpstream implements AutoCloseable {
     /** Set before the key's first request is sent. Unknown keys are answered normally. */
     void answer(String key, UpstreamFault fault) {
         faults.put(key, fault);
+    }
+
+    /** How the processes of the key's 202s end; set before its first request. Unset: at {@link #endProcesses}. */
+    void plan(String key, ProcessPlan plan) {
+        processPlans.put(key, plan);
+    }
+
+    /** From now on every process's status is terminal (its plan's status). */
+    void endProcesses() {
+        processesEnded = true;
+    }
+
+    List<Drop> drops() {
+        return new ArrayList<>(drops);
+    }
+
+    List<Poll> polls() {
+        return new ArrayList<>(polls);
+    }
+
+    Map<String, Process> processes() {
+        return Map.copyOf(processes);
     }
 
     List<Receipt> receipts() {
@@ -111,16 +193,35 @@ final class RecordingUpstream implements AutoCloseable {
         try (socket) {
             InputStream in = socket.getInputStream();
             OutputStream out = socket.getOutputStream();
-            HttpMessage request;
-            while ((request = HttpMessage.read(in, false)) != null) {
-                String target = request.startLine().split(" ")[1];
-                if (request.startLine().startsWith("GET ") && target.startsWith(LOOKUP_PATH)) {
-                    lookUp(out, target.substring(LOOKUP_PATH.length()));
+            HttpMessage head;
+            while ((head = HttpMessage.readHead(in)) != null) {
+                String target = head.startLine().split(" ")[1];
+                if (head.startLine().startsWith("GET ")) {
+                    HttpMessage read = head.withBody(in, false);
+                    if (target.startsWith(LOOKUP_PATH + "secured/")) {
+                        lookUp(out, target.substring(LOOKUP_PATH.length() + "secured/".length()), read, true);
+                    } else if (target.startsWith(LOOKUP_PATH)) {
+                        lookUp(out, target.substring(LOOKUP_PATH.length()), read, false);
+                    } else {
+                        status(out, target.substring(RouteKind.PROCESS_PATH.length()));
+                    }
                     continue;
                 }
-                String key = request.header("Idempotency-Key");
+                String idempotencyKey = head.header("Idempotency-Key");
+                String key = idempotencyKey != null ? idempotencyKey : head.header(EXCHANGE_HEADER);
                 UpstreamFault fault = key == null ? UpstreamFault.NORMAL : faults.getOrDefault(key, UpstreamFault.NORMAL);
-                Receipt receipt = new Receipt(ids.incrementAndGet(), key, request.body(), fault);
+                if (fault == UpstreamFault.DROP) {
+                    drops.add(new Drop(key, System.nanoTime()));
+                    return; // closed with its body unread: the write never happened
+                }
+                HttpMessage request = head.withBody(in, false);
+                RouteKind route = RouteKind.ofPath(target);
+                Receipt receipt = new Receipt(ids.incrementAndGet(), key, route == null ? RouteKind.ONBOARDING : route,
+                        idempotencyKey == null, request.body(), fault);
+                if (receipt.processId != null) {
+                    processes.put(receipt.processId, new Process(receipt.processId, key,
+                            processPlans.getOrDefault(key, ProcessPlan.AT_THE_END)));
+                }
                 receipts.add(receipt);
                 if (!answer(socket, in, out, receipt)) {
                     return;
@@ -133,18 +234,52 @@ final class RecordingUpstream implements AutoCloseable {
         }
     }
 
-    /** The key's latest request the upstream took, by its receipt: a truthful answer, never faulted. */
-    private void lookUp(OutputStream out, String key) throws IOException {
+    /**
+     * The key's latest request the upstream took, by its receipt: a truthful answer, never faulted; on the secured
+     * path only to a lookup with the bearer token, 401 otherwise.
+     */
+    private void lookUp(OutputStream out, String key, HttpMessage request, boolean secured) throws IOException {
         long at = System.nanoTime();
+        if (secured && !("Bearer " + RouteKind.LOOKUP_TOKEN).equals(request.header("Authorization"))) {
+            lookups.add(new Lookup(key, at, UNAUTHORIZED_STATUS, true));
+            write(out, UNAUTHORIZED_STATUS, HttpMessage.ascii("{\"error\":\"unauthorized\"}"));
+            return;
+        }
         Receipt taken = null;
         for (Receipt receipt : receipts) {
             if (key.equals(receipt.key) && receipt.taken()) {
                 taken = receipt;
             }
         }
-        byte[] body = taken == null ? new byte[0] : taken.responseBody;
         int status = taken == null ? NOT_FOUND_STATUS : FOUND_STATUS;
-        lookups.add(new Lookup(key, at, status));
+        lookups.add(new Lookup(key, at, status, secured));
+        write(out, status, taken == null ? new byte[0] : taken.responseBody);
+    }
+
+    /** A process's status: PENDING until its plan or {@link #endProcesses} ends it; 404 for one never named. */
+    private void status(OutputStream out, String processId) throws IOException {
+        Process process = processes.get(processId);
+        if (process == null) {
+            polls.add(new Poll(processId, System.nanoTime(), null, false));
+            write(out, NOT_FOUND_STATUS, new byte[0]);
+            return;
+        }
+        String status;
+        synchronized (process) {
+            process.polls++;
+            boolean ended = processesEnded || process.reportedEnd != null
+                    || (process.plan.endAfterPolls() > 0 && process.polls >= process.plan.endAfterPolls());
+            status = ended ? process.plan.endStatus() : "PENDING";
+            if (ended) {
+                process.reportedEnd = status;
+            }
+        }
+        polls.add(new Poll(processId, System.nanoTime(), status, true));
+        write(out, FOUND_STATUS, HttpMessage.ascii("{\"processId\":\"" + processId + "\",\"status\":\"" + status
+                + "\"}"));
+    }
+
+    private static void write(OutputStream out, int status, byte[] body) throws IOException {
         out.write(HttpMessage.ascii("HTTP/1.1 " + status + " Whatever\r\nContent-Type: application/json\r\n"
                 + "Content-Length: " + body.length + "\r\n\r\n"));
         out.write(body);
@@ -166,7 +301,7 @@ final class RecordingUpstream implements AutoCloseable {
                 return false;
             }
             case PARTIAL -> {
-                out.write(HttpMessage.ascii("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                out.write(HttpMessage.ascii("HTTP/1.1 " + receipt.route.successStatus + " Whatever\r\nContent-Type: application/json\r\n"
                         + "Content-Length: " + (receipt.responseBody.length + 100) + "\r\n\r\n"));
                 out.write(receipt.responseBody);
                 out.flush();
@@ -176,7 +311,7 @@ final class RecordingUpstream implements AutoCloseable {
             default -> {
             }
         }
-        int status = receipt.fault == UpstreamFault.UNAVAILABLE ? RELEASED_STATUS : 201;
+        int status = receipt.fault == UpstreamFault.UNAVAILABLE ? RELEASED_STATUS : receipt.route.successStatus;
         out.write(HttpMessage.ascii("HTTP/1.1 " + status + " Whatever\r\nContent-Type: application/json\r\n"
                 + "Content-Length: " + receipt.responseBody.length + "\r\n\r\n"));
         out.write(receipt.responseBody);

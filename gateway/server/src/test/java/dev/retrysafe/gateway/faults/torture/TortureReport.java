@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -16,15 +17,18 @@ import java.util.stream.Collectors;
 
 /**
  * What a run did and found, as text: counts per fault kind, per record state and per invariant, then violations.
- * {@code storeSummary}: the store nemesis's faults and figures, empty in the wire torture.
+ * {@code storeSummary}: the store nemesis's faults and figures (none in the wire torture), reconciliation, processes
+ * and the follow-up waits. {@code designedFor}: the route kinds whose designed exchanges all ran, so whose key
+ * invariants the run must have exercised.
  */
 record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<String, RecordView> records,
         List<Receipt> receipts, InvariantChecker checker, Duration ran, Duration settling, boolean restarted,
-        String storeSummary) {
+        String storeSummary, List<RouteKind> designedFor) {
     private static final int VIOLATIONS_SHOWN = 15;
 
+    /** Every invariant held, and each key invariant of {@link #designedFor} was exercised. */
     boolean passed() {
-        return checker.allHold();
+        return checker.allHold() && checker.keyInvariantsUnexercised(designedFor).isEmpty();
     }
 
     String text() {
@@ -40,6 +44,12 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
                 .append(System.getProperty("java.version")).append('\n')
                 .append("  replay: ").append(settings.replayCommand()).append('\n')
                 .append(storeSummary);
+        out.append("Route kind -> exchanges; records\n");
+        histories.stream().collect(Collectors.groupingBy(KeyHistory::route, TreeMap::new, Collectors.toList()))
+                .forEach((route, keys) -> out.append(String.format("  %-34s %6d  %s%n", route.label, keys.size(),
+                        keys.stream().map(k -> records.get(k.key())).filter(r -> r != null)
+                                .collect(Collectors.groupingBy(RecordView::state, TreeMap::new,
+                                        Collectors.counting())))));
         out.append("Client fault -> exchanges; statuses of first attempts | of retries (-1 closed, -2 client hung up)\n");
         histories.stream().collect(Collectors.groupingBy(KeyHistory::fault, TreeMap::new, Collectors.toList()))
                 .forEach((fault, keys) -> out.append(String.format("  %-34s %6d  %s | %s%n", fault.label, keys.size(),
@@ -54,9 +64,15 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
         Map<String, Long> states = records.values().stream()
                 .collect(Collectors.groupingBy(RecordView::state, TreeMap::new, Collectors.counting()));
         out.append("Records: ").append(states).append(", none: ").append(histories.size() - records.size()).append('\n');
-        out.append("Invariants (checked / violated)\n");
-        checker.tallies().forEach((name, tally) -> out.append(String.format("  %-82s %7d / %d%n", name, tally.checked,
-                tally.violations.size())));
+        out.append("Invariants (checked / violated; checked per route kind: ").append(String.join(", ",
+                Arrays.stream(RouteKind.values()).map(r -> r.label).toList())).append(")\n");
+        checker.tallies().forEach((name, tally) -> out.append(String.format("  %-82s %7d / %d  %s%n", name,
+                tally.checked, tally.violations.size(), Arrays.stream(RouteKind.values())
+                        .map(r -> String.valueOf(tally.checkedOn(r))).collect(Collectors.joining(", ")))));
+        checker.neverExercised().forEach(name -> out.append("NEVER EXERCISED in this run: ").append(name)
+                .append('\n'));
+        checker.keyInvariantsUnexercised(designedFor).forEach(missed -> out.append(
+                "KEY INVARIANT NOT EXERCISED (the run was designed to): ").append(missed).append('\n'));
         checker.tallies().forEach((name, tally) -> {
             if (!tally.violations.isEmpty()) {
                 out.append("VIOLATED ").append(name).append('\n');
@@ -66,7 +82,8 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
                 }
             }
         });
-        out.append(passed() ? "ALL INVARIANTS HELD" : "INVARIANTS BROKEN, seed " + settings.seed()).append('\n');
+        out.append(passed() ? "ALL INVARIANTS HELD" : checker.allHold() ? "KEY INVARIANTS NOT EXERCISED, seed "
+                + settings.seed() : "INVARIANTS BROKEN, seed " + settings.seed()).append('\n');
         return out.toString();
     }
 
@@ -84,10 +101,11 @@ record TortureReport(TortureSettings settings, List<KeyHistory> histories, Map<S
         Map<String, List<Integer>> receiptIds = receipts.stream().filter(r -> r.key != null).collect(
                 Collectors.groupingBy(r -> r.key, Collectors.mapping(r -> r.id, Collectors.toList())));
         List<String> lines = new ArrayList<>();
-        lines.add("key\tscope\tclient-fault\tupstream-fault\tattempts\treceipts\trecord");
+        lines.add("key\troute\tscope\tclient-fault\tupstream-fault\tattempts\treceipts\trecord");
         for (KeyHistory history : histories) {
             RecordView record = records.get(history.key());
-            lines.add(String.join("\t", history.key(), TortureRun.scope(history.key()).hash(), history.fault().label,
+            lines.add(String.join("\t", history.key(), history.route().label, TortureRun.scope(history).hash(),
+                    history.fault().label,
                     history.upstream().label, history.attempts().stream()
                             .map(a -> a.status() + (a.sentWhole() ? "" : "*") + " " + a.detail()).toList().toString(),
                     String.valueOf(receiptIds.getOrDefault(history.key(), List.of())),

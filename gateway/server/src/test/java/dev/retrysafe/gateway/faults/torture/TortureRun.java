@@ -19,12 +19,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.io.IOException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -33,6 +35,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import org.springframework.context.ConfigurableApplicationContext;
 import reactor.core.publisher.Flux;
@@ -47,9 +50,14 @@ import reactor.core.publisher.Flux;
  * ({@link TortureSettings#topology()}) the gateway reaches the replicated Redis directly and the nemesis fails its
  * masters over; keys under way within {@link #REPLICATION_WINDOW} before a lossy failover, until the gateway
  * could no longer write to the old master, are exempt as a forgetting restart's are.
+ * <p>
+ * The gateway guards one route of each {@link RouteKind}, and each exchange picks its route from the seed. After the
+ * random exchanges (and the faults), the {@link #DESIGNED} exchanges run once each on a healthy store: each route
+ * kind's key invariants are then exercised in every run, whatever the seed's draws and the machine's timing. Before
+ * the checks the run waits, on conditions with deadlines, until the reconciling routes have no UNCERTAIN record left
+ * to look up and, once the upstream ended every process, the tracking route's records have seen their ends.
  */
 final class TortureRun implements AutoCloseable {
-    static final String ROUTE_ID = "onboarding";
     static final Duration LEASE = Duration.ofSeconds(2);
     static final Duration RESPONSE_TIMEOUT = Duration.ofSeconds(1);
     static final Duration REQUEST_BODY_TIMEOUT = Duration.ofSeconds(1);
@@ -71,6 +79,32 @@ final class TortureRun implements AutoCloseable {
      * most are looked up within the run; the upstream answers its lookups truthfully and at once).
      */
     static final Duration RECONCILE_AFTER = Duration.ofMillis(500);
+    /**
+     * The longest the run waits after the exchanges for the reconciling routes' UNCERTAIN records to be looked up,
+     * and for the tracking route's records to see their processes end: a lookup or a poll that failed on a faulted
+     * store comes again after at most a poll claim's 15 s lease; without faults each takes a second or two.
+     */
+    static final Duration FOLLOW_UP_DEADLINE = Duration.ofSeconds(25);
+
+    /** One exchange's route and faults, as drawn from the seed or designed. */
+    record Scenario(RouteKind route, ClientFault fault, UpstreamFault upstream) {
+    }
+
+    /**
+     * Run once each after the random exchanges, on a healthy store: what each route kind's key invariants need.
+     * Onboarding: a write stored and a reset one completed by its lookup (1, 5, 10); process tracking: a 202 whose
+     * process the fleet polls to its end (5, 14); ietf: a missing key and duplicates with other payloads (13);
+     * reconciling: a request dropped unread, released by its secured lookup, and a reset one, completed by it (10,
+     * 11, 12, 15).
+     */
+    static final List<Scenario> DESIGNED = List.of(
+            new Scenario(RouteKind.ONBOARDING, ClientFault.CLEAN, UpstreamFault.NORMAL),
+            new Scenario(RouteKind.ONBOARDING, ClientFault.CLEAN, UpstreamFault.RESET),
+            new Scenario(RouteKind.PROCESS, ClientFault.CLEAN, UpstreamFault.NORMAL),
+            new Scenario(RouteKind.IETF, ClientFault.MISSING_KEY, UpstreamFault.NORMAL),
+            new Scenario(RouteKind.IETF, ClientFault.DUPLICATES_DIFFERENT_BODIES, UpstreamFault.SLOW),
+            new Scenario(RouteKind.RECONCILING, ClientFault.CLEAN, UpstreamFault.DROP),
+            new Scenario(RouteKind.RECONCILING, ClientFault.CLEAN, UpstreamFault.RESET));
 
     /**
      * The longest a client may wait for its answer when Redis misbehaves, from the settings: its own stall
@@ -145,10 +179,27 @@ final class TortureRun implements AutoCloseable {
                 "idempotency.record-counts.enabled", "false",
                 // One line per request at INFO would drown the report; warnings and errors still show.
                 "logging.level.dev.retrysafe.gateway.idempotency", "WARN",
-                "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.reconcile-uri",
-                RecordingUpstream.LOOKUP_PATH + "{key}",
-                "spring.cloud.gateway.server.webflux.routes[0].filters[0].args.reconcile-after",
-                RECONCILE_AFTER.toMillis() + "ms"));
+                // The reconciling route's bearer token, from a property as a real team would give it.
+                "torture.lookup-token", RouteKind.LOOKUP_TOKEN));
+        // Short follow-ups, so that what the run ends with is looked up and polled within seconds.
+        properties.putAll(Map.of("idempotency.process-poll.initial-delay", "200ms",
+                "idempotency.process-poll.max-delay", "1s", "idempotency.process-poll.restore-interval", "5s",
+                "idempotency.reconcile.retry-delay", "500ms", "idempotency.reconcile.max-retry-delay", "2s",
+                "idempotency.reconcile.restore-interval", "5s"));
+        String upstreamUri = "http://127.0.0.1:" + upstream.port();
+        int index = 0;
+        for (RouteKind route : RouteKind.values()) {
+            String prefix = "spring.cloud.gateway.server.webflux.routes[" + index++ + "].";
+            route.args(RECONCILE_AFTER).forEach((arg, value) -> properties.put(prefix + "filters[0].args." + arg,
+                    value));
+            if (route != RouteKind.ONBOARDING) { // routes[0], the onboarding route, is Gateways.start's
+                properties.put(prefix + "id", route.routeId);
+                properties.put(prefix + "uri", upstreamUri);
+                properties.put(prefix + "predicates[0]", "Path=" + route.path.substring(0,
+                        route.path.lastIndexOf('/')) + "/**");
+                properties.put(prefix + "filters[0].name", "Idempotency");
+            }
+        }
         if (failovers != null) {
             properties.putAll(failovers.gatewayProperties());
         } else {
@@ -158,7 +209,7 @@ final class TortureRun implements AutoCloseable {
         if (settings.storeFaulted()) {
             properties.put("idempotency.store-timeout", STORE_TIMEOUT.toMillis() + "ms");
         }
-        gateway = Gateways.start("http://127.0.0.1:" + upstream.port(), properties);
+        gateway = Gateways.start(upstreamUri, RouteKind.ONBOARDING.routeId, Map.of(), properties);
         notOwner.attach();
         reconciled.attach();
         port = gateway.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
@@ -181,7 +232,7 @@ final class TortureRun implements AutoCloseable {
             List<Future<KeyHistory>> running = new ArrayList<>();
             for (int i = 0; i < settings.exchanges(); i++) {
                 int index = i;
-                running.add(pool.submit(() -> exchange(index)));
+                running.add(pool.submit(() -> exchange(index, null)));
             }
             int tenth = Math.max(1, settings.exchanges() / 10);
             for (Future<KeyHistory> exchange : running) {
@@ -198,16 +249,53 @@ final class TortureRun implements AutoCloseable {
                     gatewayUp.countDown();
                 }
             }
-        } finally {
+        } catch (Exception | Error e) {
             pool.shutdownNow();
+            throw e;
         }
         if (nemesis != null) {
             awaitServing();
+        }
+        List<Scenario> designed = designed();
+        try {
+            List<Future<KeyHistory>> closing = new ArrayList<>();
+            for (int i = 0; i < designed.size(); i++) {
+                int index = settings.exchanges() + i;
+                Scenario scenario = designed.get(i);
+                closing.add(pool.submit(() -> exchange(index, scenario)));
+            }
+            for (Future<KeyHistory> exchange : closing) {
+                histories.add(exchange.get());
+            }
+        } finally {
+            pool.shutdownNow();
         }
         Duration ran = Duration.ofNanos(System.nanoTime() - started);
         long settleStarted = System.nanoTime();
         Map<String, RecordView> records = settle(histories);
         Duration settling = Duration.ofNanos(System.nanoTime() - settleStarted);
+        Map<String, Instant> lostInFailover = nemesis == null ? Map.of()
+                : lostInFailover(histories, nemesis.lossWindows());
+        Set<String> exempt = new HashSet<>(forgotten);
+        exempt.addAll(lostInFailover.keySet());
+        List<String> notes = new ArrayList<>();
+        notes.add("Designed exchanges after the random ones: " + designed.size() + " of " + DESIGNED.size()
+                + (designed.size() < DESIGNED.size() ? " (the others' faults or routes are not picked)" : ""));
+        long followUpStarted = System.nanoTime();
+        List<KeyHistory> unlookedUp = awaitFollowUps(histories, records, exempt,
+                h -> h.route().reconciles() && isState(records.get(h.key()), "UNCERTAIN"));
+        notes.add(String.format("Lookups: waited %d ms for the reconciling routes' UNCERTAIN records: %s",
+                Duration.ofNanos(System.nanoTime() - followUpStarted).toMillis(), unlookedUp.isEmpty()
+                        ? "none left" : unlookedUp.size() + " left after " + FOLLOW_UP_DEADLINE.toSeconds()
+                        + " s, e.g. " + unlookedUp.get(0).key()));
+        upstream.endProcesses();
+        followUpStarted = System.nanoTime();
+        List<KeyHistory> unended = awaitFollowUps(histories, records, exempt, h -> h.route() == RouteKind.PROCESS
+                && records.get(h.key()) != null && "PENDING".equals(records.get(h.key()).processState()));
+        notes.add(String.format("Processes: ended at the upstream, then waited %d ms for their records: %s",
+                Duration.ofNanos(System.nanoTime() - followUpStarted).toMillis(), unended.isEmpty()
+                        ? "none left pending" : unended.size() + " still pending after "
+                        + FOLLOW_UP_DEADLINE.toSeconds() + " s, e.g. " + unended.get(0).key()));
 
         // Settlements before receipts: every request the upstream took before a settlement is among the receipts.
         Map<String, List<ReconcilerAuditLog.Settlement>> settlements = reconciled.settlements().stream()
@@ -216,27 +304,33 @@ final class TortureRun implements AutoCloseable {
                 .collect(Collectors.groupingBy(RecordingUpstream.Lookup::key));
         Map<String, List<Receipt>> receipts = upstream.receipts().stream()
                 .filter(r -> r.key != null).collect(Collectors.groupingBy(r -> r.key));
+        Map<String, List<RecordingUpstream.Drop>> drops = upstream.drops().stream()
+                .filter(d -> d.key() != null).collect(Collectors.groupingBy(RecordingUpstream.Drop::key));
+        Map<String, RecordingUpstream.Process> processes = upstream.processes();
         InvariantChecker checker = new InvariantChecker(settings.storeFaulted());
-        Map<String, Instant> lostInFailover = nemesis == null ? Map.of()
-                : lostInFailover(histories, nemesis.lossWindows());
-        Set<String> exempt = new HashSet<>(forgotten);
-        exempt.addAll(lostInFailover.keySet());
         for (KeyHistory history : histories) {
             List<Receipt> received = receipts.getOrDefault(history.key(), List.of());
-            checker.check(history, records.get(history.key()), received, exempt.contains(history.key()),
+            List<RecordingUpstream.Drop> dropped = drops.getOrDefault(history.key(), List.of());
+            RecordView record = records.get(history.key());
+            checker.check(history, record, received, dropped, exempt.contains(history.key()),
                     lostInFailover.get(history.key()));
-            checker.checkReconciliation(history, records.get(history.key()), received,
+            checker.checkReconciliation(history, record, received, dropped,
                     lookups.getOrDefault(history.key(), List.of()),
-                    settlements.getOrDefault(scope(history.key()).hash(), List.of()), RECONCILE_AFTER);
+                    settlements.getOrDefault(scope(history).hash(), List.of()), RECONCILE_AFTER);
+            if (history.route() == RouteKind.PROCESS) {
+                checker.checkProcess(history, record, processes, exempt.contains(history.key()));
+            }
         }
+        checker.checkPolls(upstream.polls());
         checker.checkGauge(inFlightGauge());
         String store = "";
         if (nemesis != null) {
             Map<String, KeyHistory> byScope = histories.stream()
-                    .collect(Collectors.toMap(h -> scope(h.key()).hash(), h -> h));
+                    .collect(Collectors.toMap(h -> scope(h).hash(), h -> h));
             for (String[] event : notOwner.events()) {
                 KeyHistory history = byScope.get(event[0]);
-                checker.checkNotOwner(event[0], event[1], history == null ? null : records.get(history.key()),
+                checker.checkNotOwner(event[0], history == null ? null : history.route(), event[1],
+                        history == null ? null : records.get(history.key()),
                         history != null && exempt.contains(history.key()));
             }
             replayAcknowledged(histories, receipts, exempt, checker);
@@ -254,11 +348,57 @@ final class TortureRun implements AutoCloseable {
         List<Receipt> received = upstream.receipts().stream()
                 .filter(r -> r.key == null || !r.key.startsWith(HEALED_PROBE)).toList();
         long found = upstream.lookups().stream().filter(l -> l.status() == RecordingUpstream.FOUND_STATUS).count();
+        long refused = upstream.lookups().stream()
+                .filter(l -> l.status() == RecordingUpstream.UNAUTHORIZED_STATUS).count();
         long completed = reconciled.settlements().stream().filter(ReconcilerAuditLog.Settlement::completed).count();
         store += "Reconciliation (reconcile-after " + RECONCILE_AFTER.toMillis() + " ms): " + upstream.lookups().size()
-                + " lookups (" + found + " found), " + completed + " records completed and "
-                + (reconciled.settlements().size() - completed) + " released by them\n";
-        return new TortureReport(settings, histories, records, received, checker, ran, settling, restarted, store);
+                + " lookups (" + found + " found, " + refused + " refused 401), " + completed
+                + " records completed and " + (reconciled.settlements().size() - completed) + " released by them; "
+                + upstream.drops().size() + " requests dropped unread\n";
+        long ended = processes.values().stream().filter(p -> p.reportedEnd != null).count();
+        store += "Processes: " + processes.size() + " begun by 202s, " + upstream.polls().size() + " status polls, "
+                + ended + " reported ended\n";
+        store += String.join("\n", notes) + "\n";
+        return new TortureReport(settings, histories, records, received, checker, ran, settling, restarted, store,
+                designedRoutes(designed));
+    }
+
+    /** The designed scenarios whose route and faults the settings pick. */
+    private List<Scenario> designed() {
+        return DESIGNED.stream().filter(d -> settings.routes().contains(d.route())
+                && settings.clientFaults().contains(d.fault()) && settings.upstreamFaults().contains(d.upstream()))
+                .toList();
+    }
+
+    /** The route kinds whose designed scenarios all ran: their key invariants must have been exercised. */
+    private static List<RouteKind> designedRoutes(List<Scenario> ran) {
+        return Arrays.stream(RouteKind.values()).filter(route -> DESIGNED.stream()
+                .filter(d -> d.route() == route).allMatch(ran::contains)).toList();
+    }
+
+    /**
+     * Re-reads, at most until {@link #FOLLOW_UP_DEADLINE}, the records of the keys still {@code waiting} (exempt keys
+     * aside: Redis may have forgotten what would settle them) until none is; {@code records} is updated in place.
+     *
+     * @return the keys still waiting at the deadline
+     */
+    private List<KeyHistory> awaitFollowUps(List<KeyHistory> histories, Map<String, RecordView> records,
+            Set<String> exempt, Predicate<KeyHistory> waiting) throws InterruptedException {
+        long deadline = System.nanoTime() + FOLLOW_UP_DEADLINE.toNanos();
+        while (true) {
+            List<KeyHistory> left = histories.stream().filter(h -> !exempt.contains(h.key())).filter(waiting)
+                    .toList();
+            if (left.isEmpty() || System.nanoTime() > deadline) {
+                return left;
+            }
+            Thread.sleep(100); // a bounded poll: the loop ends on the condition or the deadline
+            left.forEach(h -> records.remove(h.key()));
+            records.putAll(fetch(left));
+        }
+    }
+
+    private static boolean isState(RecordView record, String state) {
+        return record != null && state.equals(record.state());
     }
 
     /**
@@ -272,13 +412,13 @@ final class TortureRun implements AutoCloseable {
             List<Future<Runnable>> checks = new ArrayList<>();
             for (KeyHistory history : histories) {
                 List<Receipt> acknowledged = receipts.getOrDefault(history.key(), List.of()).stream()
-                        .filter(r -> r.answeredStatus == 201).toList();
+                        .filter(Receipt::acknowledged).toList();
                 if (acknowledged.isEmpty() || exempt.contains(history.key())) {
                     continue;
                 }
                 Receipt receipt = acknowledged.get(0);
                 checks.add(pool.submit(() -> {
-                    Attempt retry = client.send(history.key(), receipt.body, ClientFault.CLEAN,
+                    Attempt retry = client.send(history.route(), history.key(), receipt.body, ClientFault.CLEAN,
                             new Random(settings.seed() + receipt.id));
                     return () -> checker.checkReplay(history.key(), receipt, retry);
                 }));
@@ -324,7 +464,7 @@ final class TortureRun implements AutoCloseable {
                 throw new IllegalStateException("The gateway did not serve again within a minute of the last failover");
             }
             String key = String.format(HEALED_PROBE + "%016x-%05d", settings.seed(), i);
-            Attempt probe = client.send(key, body(key, 0, random), ClientFault.CLEAN, random);
+            Attempt probe = client.send(RouteKind.ONBOARDING, key, body(key, 0, random), ClientFault.CLEAN, random);
             inARow = probe.status() == 201 ? inARow + 1 : 0;
         }
     }
@@ -366,29 +506,43 @@ final class TortureRun implements AutoCloseable {
         });
     }
 
-    private KeyHistory exchange(int index) throws InterruptedException {
+    /**
+     * One exchange: its route and faults drawn from the seed (the route first, then the faults its upstream may be
+     * told), or {@code designed}; then its requests.
+     */
+    private KeyHistory exchange(int index, Scenario designed) throws InterruptedException {
         gatewayUp.await();
         long started = System.nanoTime();
+        Random random = new Random(settings.seed() * 1_000_003L + index);
+        // Not the first draw of that Random: those of neighbouring seeds are too alike to spread over four routes.
+        RouteKind route = designed != null ? designed.route() : settings.routes().get(
+                new SplittableRandom(settings.seed() * 1_000_003L + index).nextInt(settings.routes().size()));
         String key = String.format("torture-%016x-%07d", settings.seed(), index);
-        keysByScope.put(scope(key).hash(), key);
+        keysByScope.put(scope(key, route).hash(), key);
         running.add(key);
         try {
-            Random random = new Random(settings.seed() * 1_000_003L + index);
-            ClientFault fault = pick(settings.clientFaults(), random);
-            UpstreamFault answer = settings.upstreamFaults().contains(UpstreamFault.NORMAL) && random.nextBoolean()
-                    ? UpstreamFault.NORMAL : pick(settings.upstreamFaults(), random);
+            ClientFault fault = designed != null ? designed.fault() : pick(settings.clientFaults(), random);
+            List<UpstreamFault> allowed = settings.upstreamFaults().stream().filter(route::allows).toList();
+            UpstreamFault answer = designed != null ? designed.upstream()
+                    : allowed.isEmpty() ? UpstreamFault.NORMAL
+                    : allowed.contains(UpstreamFault.NORMAL) && random.nextBoolean() ? UpstreamFault.NORMAL
+                    : pick(allowed, random);
             upstream.answer(key, answer);
+            if (route == RouteKind.PROCESS) {
+                upstream.plan(key, new RecordingUpstream.ProcessPlan(random.nextInt(4),
+                        random.nextInt(4) == 0 ? "FAILED" : "COMPLETED"));
+            }
             byte[] body = body(key, 0, random);
             List<Attempt> attempts = new ArrayList<>();
             if (fault == ClientFault.DUPLICATES_SAME_BODY || fault == ClientFault.DUPLICATES_DIFFERENT_BODIES) {
-                attempts.addAll(duplicates(key, body, fault, random));
+                attempts.addAll(duplicates(route, key, body, fault, random));
             } else {
-                attempts.add(client.send(key, body, fault, random));
+                attempts.add(client.send(route, key, body, fault, random));
             }
             if (random.nextBoolean()) {
-                attempts.add(client.send(key, body, ClientFault.CLEAN, random)); // the client's correct retry
+                attempts.add(client.send(route, key, body, ClientFault.CLEAN, random)); // the client's correct retry
             }
-            return new KeyHistory(key, fault, answer, attempts, started);
+            return new KeyHistory(key, route, fault, answer, attempts, started);
         } finally {
             running.remove(key);
             endedNanos.put(key, System.nanoTime());
@@ -397,15 +551,15 @@ final class TortureRun implements AutoCloseable {
     }
 
     /** Two or three clients at once with the same key, on threads of their own so they really overlap. */
-    private List<Attempt> duplicates(String key, byte[] body, ClientFault fault, Random random) {
+    private List<Attempt> duplicates(RouteKind route, String key, byte[] body, ClientFault fault, Random random) {
         int count = 2 + random.nextInt(2);
         List<Attempt> attempts = Collections.synchronizedList(new ArrayList<>());
         List<Thread> clients = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             byte[] own = fault == ClientFault.DUPLICATES_DIFFERENT_BODIES && i > 0 ? body(key, i, random) : body;
             Random ownRandom = new Random(random.nextLong());
-            clients.add(new Thread(() -> attempts.add(relabel(client.send(key, own, ClientFault.CLEAN, ownRandom),
-                    fault)), "torture-duplicate"));
+            clients.add(new Thread(() -> attempts.add(client.send(route, key, own, ClientFault.CLEAN, ownRandom)
+                    .relabeled(fault)), "torture-duplicate"));
         }
         clients.forEach(Thread::start);
         for (Thread duplicate : clients) {
@@ -416,11 +570,6 @@ final class TortureRun implements AutoCloseable {
             }
         }
         return new ArrayList<>(attempts);
-    }
-
-    private static Attempt relabel(Attempt a, ClientFault fault) {
-        return new Attempt(a.key(), fault, a.body(), a.sentWhole(), a.status(), a.responseBody(), a.detail(),
-                a.millis());
     }
 
     private static <T> T pick(List<T> choices, Random random) {
@@ -438,29 +587,34 @@ final class TortureRun implements AutoCloseable {
      */
     private Map<String, RecordView> settle(List<KeyHistory> histories) throws InterruptedException {
         long deadline = System.nanoTime() + LEASE.plus(RESPONSE_TIMEOUT).plus(SETTLE_SLACK).toNanos();
-        Map<String, RecordView> records = new HashMap<>(fetch(histories.stream().map(KeyHistory::key).toList()));
+        Map<String, RecordView> records = new HashMap<>(fetch(histories));
         while (true) {
-            List<String> inFlight = records.entrySet().stream()
-                    .filter(e -> "IN_FLIGHT".equals(e.getValue().state())).map(Map.Entry::getKey).toList();
+            Set<String> inFlight = records.entrySet().stream()
+                    .filter(e -> "IN_FLIGHT".equals(e.getValue().state())).map(Map.Entry::getKey)
+                    .collect(Collectors.toSet());
             if ((inFlight.isEmpty() && inFlightGauge() == 0) || System.nanoTime() > deadline) {
                 return records;
             }
             Thread.sleep(100); // a bounded poll: the loop ends on the condition or the deadline
             inFlight.forEach(records::remove);
-            records.putAll(fetch(inFlight));
+            records.putAll(fetch(histories.stream().filter(h -> inFlight.contains(h.key())).toList()));
         }
     }
 
-    private Map<String, RecordView> fetch(List<String> keys) {
+    private Map<String, RecordView> fetch(List<KeyHistory> keys) {
         RecordInspector inspector = gateway.getBean(RecordInspector.class);
         return Flux.fromIterable(keys)
-                .flatMap(key -> inspector.find(scope(key).hash(), true)
-                        .map(view -> Map.entry(key, view)), 32)
+                .flatMap(history -> inspector.find(scope(history).hash(), true)
+                        .map(view -> Map.entry(history.key(), view)), 32)
                 .collectMap(Map.Entry::getKey, Map.Entry::getValue).block(Duration.ofMinutes(5));
     }
 
-    static IdempotencyScope scope(String key) {
-        return new IdempotencyScope("", ROUTE_ID, new IdempotencyKey(key));
+    static IdempotencyScope scope(KeyHistory history) {
+        return scope(history.key(), history.route());
+    }
+
+    static IdempotencyScope scope(String key, RouteKind route) {
+        return new IdempotencyScope("", route.routeId, new IdempotencyKey(key));
     }
 
     private double inFlightGauge() {

@@ -9,14 +9,16 @@ import java.util.stream.Collectors;
 /**
  * The run's knobs, from system properties so that a failure can be replayed: {@code torture.seed},
  * {@code torture.exchanges}, {@code torture.threads}, {@code torture.faults} (labels, comma-separated, client and
- * upstream ones mixed; none means all) and {@code torture.restart} (stop and start the gateway once mid-run). The
+ * upstream ones mixed; none means all), {@code torture.routes} (labels of {@link RouteKind}, comma-separated; none
+ * means all) and {@code torture.restart} (stop and start the gateway once mid-run). The
  * store torture adds {@code torture.store-faults} (labels of {@link StoreFault}, comma-separated; none means all
  * that apply to the topology): with store faults the gateway reaches its Redis through the store nemesis; and
  * {@code torture.store-topology} ({@link StoreTopology}: {@code standalone}, {@code sentinel}, {@code cluster}),
  * which picks the one store torture to run (unset: each runs, with its own topology).
  */
 record TortureSettings(long seed, int exchanges, int threads, List<ClientFault> clientFaults,
-        List<UpstreamFault> upstreamFaults, boolean restart, List<StoreFault> storeFaults, StoreTopology topology) {
+        List<UpstreamFault> upstreamFaults, List<RouteKind> routes, boolean restart, List<StoreFault> storeFaults,
+        StoreTopology topology) {
     /**
      * A failover takes seconds (a Sentinel manual failover's loss window up to 18 s): unless told otherwise, the
      * failover runs send fewer exchanges on fewer client threads, so that they last about a minute and meet several
@@ -53,7 +55,7 @@ record TortureSettings(long seed, int exchanges, int threads, List<ClientFault> 
         TortureSettings wire = wire(System.getProperty("torture.faults", ""),
                 standalone ? 1_000 : FAILOVER_EXCHANGES, standalone ? 12 : FAILOVER_THREADS);
         return new TortureSettings(wire.seed, wire.exchanges, wire.threads, wire.clientFaults, wire.upstreamFaults,
-                wire.restart, store, topology);
+                wire.routes, wire.restart, store, topology);
     }
 
     private static Set<String> labels(String list) {
@@ -74,12 +76,20 @@ record TortureSettings(long seed, int exchanges, int threads, List<ClientFault> 
         picked.stream().filter(p -> !known.contains(p)).findAny().ifPresent(p -> {
             throw new IllegalArgumentException("torture.faults: unknown fault " + p + "; known: " + known);
         });
+        Set<String> pickedRoutes = labels(System.getProperty("torture.routes", ""));
+        List<RouteKind> routes = Arrays.stream(RouteKind.values())
+                .filter(r -> pickedRoutes.isEmpty() || pickedRoutes.contains(r.label)).toList();
+        if (routes.size() < pickedRoutes.size()) {
+            throw new IllegalArgumentException("torture.routes: unknown route kind in " + pickedRoutes + "; known: "
+                    + Arrays.stream(RouteKind.values()).map(r -> r.label).toList());
+        }
         return new TortureSettings(
                 seed.isBlank() ? System.nanoTime() : Long.parseLong(seed.trim()),
                 Integer.getInteger("torture.exchanges", defaultExchanges),
                 Integer.getInteger("torture.threads", defaultThreads),
                 client.isEmpty() ? List.of(ClientFault.CLEAN) : client,
                 upstream.isEmpty() ? List.of(UpstreamFault.NORMAL) : upstream,
+                routes,
                 Boolean.getBoolean("torture.restart"),
                 List.of(),
                 StoreTopology.STANDALONE);
@@ -95,6 +105,8 @@ record TortureSettings(long seed, int exchanges, int threads, List<ClientFault> 
                 + (clientFaults.size() == ClientFault.values().length
                         && upstreamFaults.size() == UpstreamFault.values().length ? ""
                         : " -Dtorture.faults=" + labels())
+                + (routes.size() == RouteKind.values().length ? ""
+                        : " -Dtorture.routes=" + String.join(",", routes.stream().map(r -> r.label).toList()))
                 + (storeFaults.isEmpty() ? "" : " -Dtorture.store-topology=" + topology.label)
                 + (storeFaults.isEmpty() || storeFaults.size() == topology.faults().size() ? ""
                         : " -Dtorture.store-faults=" + String.join(",", storeFaults.stream().map(f -> f.label)

@@ -11,7 +11,12 @@ enum UpstreamFault {
     /** Sends the head and part of the announced body, then hangs up. */
     PARTIAL("upstream-partial"),
     /** Answers 503, a status the gateway releases the key on: the retry may be forwarded again. */
-    UNAVAILABLE("upstream-unavailable");
+    UNAVAILABLE("upstream-unavailable"),
+    /**
+     * Reads the request's head, then closes the connection without reading its body or answering: the write did not
+     * happen, and the gateway cannot know it. Only the reconciling route's upstream does it ({@link RouteKind}).
+     */
+    DROP("upstream-drop");
 
     final String label;
 

@@ -18,10 +18,10 @@ import java.util.function.IntSupplier;
 /**
  * A client speaking raw HTTP/1.1 over one socket per request, able to do everything a well-behaved client never
  * does: hang up before, at or after its last byte or after the first byte of the answer, break the chunk framing,
- * send a Transfer-Encoding the server must refuse, stall in the middle of its body.
+ * send a Transfer-Encoding the server must refuse, stall in the middle of its body, leave its key out. Each request
+ * goes to its route's path ({@link RouteKind#path}).
  */
 final class WireClient {
-    static final String PATH = "/merchants/torture";
     /** The client hung up on purpose before reading an answer. */
     static final int HUNG_UP = -2;
     /** The connection was closed (or reset) without a complete answer. */
@@ -31,17 +31,22 @@ final class WireClient {
 
     /**
      * What one request did and got. {@code sentWhole}: every byte of a well-framed request was written;
-     * {@code millis}: from connecting to the answer, the close or the hang-up.
+     * {@code contentType}: the answer's, null without one; {@code millis}: from connecting to the answer, the close
+     * or the hang-up.
      */
     record Attempt(String key, ClientFault fault, byte[] body, boolean sentWhole, int status, byte[] responseBody,
-            String detail, long millis) {
+            String contentType, String detail, long millis) {
         Attempt(String key, ClientFault fault, byte[] body, boolean sentWhole, int status, byte[] responseBody,
                 String detail) {
-            this(key, fault, body, sentWhole, status, responseBody, detail, 0);
+            this(key, fault, body, sentWhole, status, responseBody, null, detail, 0);
         }
 
         Attempt took(long elapsedMillis) {
-            return new Attempt(key, fault, body, sentWhole, status, responseBody, detail, elapsedMillis);
+            return new Attempt(key, fault, body, sentWhole, status, responseBody, contentType, detail, elapsedMillis);
+        }
+
+        Attempt relabeled(ClientFault as) {
+            return new Attempt(key, as, body, sentWhole, status, responseBody, contentType, detail, millis);
         }
 
         boolean answered() {
@@ -66,12 +71,13 @@ final class WireClient {
         this.stall = stall;
     }
 
-    Attempt send(String key, byte[] body, ClientFault fault, Random random) {
+    Attempt send(RouteKind route, String key, byte[] body, ClientFault fault, Random random) {
         long started = System.nanoTime();
-        return attempt(key, body, fault, random).took(Duration.ofNanos(System.nanoTime() - started).toMillis());
+        return attempt(route, key, body, fault, random)
+                .took(Duration.ofNanos(System.nanoTime() - started).toMillis());
     }
 
-    private Attempt attempt(String key, byte[] body, ClientFault fault, Random random) {
+    private Attempt attempt(RouteKind route, String key, byte[] body, ClientFault fault, Random random) {
         long written = 0;
         boolean sentWhole = false;
         String detail = "";
@@ -79,7 +85,7 @@ final class WireClient {
             socket.setSoTimeout((int) deadline.toMillis());
             socket.setTcpNoDelay(true);
             OutputStream out = socket.getOutputStream();
-            Framed request = frame(key, body, fault, random);
+            Framed request = frame(route, key, body, fault, random);
             detail = request.detail;
             try {
                 switch (fault) {
@@ -138,7 +144,8 @@ final class WireClient {
             if (response == null) {
                 return new Attempt(key, fault, body, sentWhole, CLOSED, null, detail);
             }
-            return new Attempt(key, fault, body, sentWhole, response.status(), response.body(), detail);
+            return new Attempt(key, fault, body, sentWhole, response.status(), response.body(),
+                    response.header("Content-Type"), detail, 0);
         } catch (SocketTimeoutException e) {
             return new Attempt(key, fault, body, sentWhole, NO_ANSWER, null, detail);
         } catch (EOFException | SocketException incomplete) {
@@ -169,9 +176,10 @@ final class WireClient {
     }
 
     /** The head and the body bytes as the fault wants them framed. */
-    private static Framed frame(String key, byte[] body, ClientFault fault, Random random) {
-        String head = "POST " + PATH + " HTTP/1.1\r\nHost: gateway\r\nIdempotency-Key: " + key
-                + "\r\nContent-Type: application/json\r\nConnection: close\r\n";
+    private static Framed frame(RouteKind route, String key, byte[] body, ClientFault fault, Random random) {
+        String head = "POST " + route.path + " HTTP/1.1\r\nHost: gateway\r\n"
+                + (fault == ClientFault.MISSING_KEY ? RecordingUpstream.EXCHANGE_HEADER : "Idempotency-Key") + ": "
+                + key + "\r\nContent-Type: application/json\r\nConnection: close\r\n";
         String text = new String(body, StandardCharsets.ISO_8859_1);
         String first = "a\r\n" + text.substring(0, 10) + "\r\n";
         String rest = text.substring(10);
