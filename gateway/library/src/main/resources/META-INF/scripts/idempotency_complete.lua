@@ -26,11 +26,13 @@
 -- ARGV[10] first status poll delay in ms   ARGV[11] the record's slot tag (its entry in the directory)
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store,
 -- -1 fenced: an operator released the record from this owner, nothing written.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: wake_up.lua
+-- include: now.lua
+-- include: record_anew.lua
+-- include: process_queue.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'fingerprint', 'status')
-local fingerprint, route, tenant, upstream, strict, rules, route_id = string.match(ARGV[9],
-  '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
+local fingerprint = string.match(ARGV[9], '^([^\n]*)\n')
 local result = 1
 if current[1] == 'COMPLETED' and current[2] == ARGV[1] and current[4] == fingerprint and current[5] == ARGV[3] then
   -- Same owner, same request, same status: compared by meaning, not by the stored bytes, which need not be
@@ -49,18 +51,7 @@ if (current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN') or current[2] ~= AR
   if current[1] then
     return 0
   end
-  redis.call('HSET', KEYS[1], 'fingerprint', fingerprint, 'route', route, 'tenant', tenant, 'upstream', upstream,
-    'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2)
-  -- As idempotency_reserve.lua writes a new record: each optional field only where it says something.
-  if rules ~= 'c1' then
-    redis.call('HSET', KEYS[1], 'rules', rules)
-  end
-  if strict ~= fingerprint then
-    redis.call('HSET', KEYS[1], 'strict', strict)
-  end
-  if route_id ~= route then
-    redis.call('HSET', KEYS[1], 'route_id', route_id)
-  end
+  write_anew(KEYS[1], ARGV[9], now)
   result = 2
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status', ARGV[3], 'completed_at', now,
@@ -75,20 +66,8 @@ if current[1] ~= 'IN_FLIGHT' then
   redis.call('ZREM', KEYS[4], ARGV[7])
 end
 if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'process_id', ARGV[5], 'process_state', 'PENDING', 'process_poll_delay', ARGV[10])
-  local due = now + tonumber(ARGV[10])
-  redis.call('ZADD', KEYS[2], due, ARGV[7])
-  if KEYS[7] then
-    -- As the directory's 'sooner' (idempotency_process_slots.lua): only ever brings the slot forward.
-    local listed = redis.call('ZSCORE', KEYS[6], ARGV[11])
-    if not listed or tonumber(listed) > due then
-      redis.call('ZADD', KEYS[6], due, ARGV[11])
-    end
-    redis.call('SET', KEYS[7], ARGV[7], 'PX', ARGV[4])
-  end
+  queue_process(KEYS[1], KEYS[2], KEYS[6], KEYS[7], ARGV[5], ARGV[10], ARGV[7], ARGV[11], ARGV[4], now)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if current[3] then
-  redis.call(ARGV[8] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[6], ARGV[7])
-end
+wake_up(current[3], ARGV[6], ARGV[7], ARGV[8])
 return result

@@ -4,14 +4,14 @@
 -- ARGV[1] encoded response   ARGV[2] status   ARGV[3] retention in ms
 -- ARGV[4] who   ARGV[5] why   ARGV[6] wake-up channel   ARGV[7] scope hash   ARGV[8] '1' to SPUBLISH the wake-up
 -- Returns the state the record was in, or 'ABSENT'.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: wake_up.lua
+-- include: now.lua
+-- include: operator_settleable.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'waiters')
-if not current[1] then
-  return 'ABSENT'
-end
-if current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN' then
-  return current[1]
+local refused = not_settleable(current[1])
+if refused then
+  return refused
 end
 redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[1], 'status', ARGV[2], 'completed_at', now,
   'resolved_by', ARGV[4], 'resolved_reason', ARGV[5], 'resolved_at', now)
@@ -19,7 +19,5 @@ redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until', 'lookup')
 redis.call('ZREM', KEYS[2], ARGV[7])
 redis.call('ZREM', KEYS[3], ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if current[2] then
-  redis.call(ARGV[8] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[6], ARGV[7])
-end
+wake_up(current[2], ARGV[6], ARGV[7], ARGV[8])
 return current[1]

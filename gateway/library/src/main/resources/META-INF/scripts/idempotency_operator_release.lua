@@ -10,12 +10,12 @@
 -- ARGV[1] wake-up channel   ARGV[2] scope hash   ARGV[3] '1' to SPUBLISH the wake-up
 -- ARGV[4] how long the released owners live at least, in ms
 -- Returns the state the record was in, or 'ABSENT'.
+-- include: wake_up.lua
+-- include: operator_settleable.lua
 local current = redis.call('HMGET', KEYS[1], 'state', 'waiters', 'owner')
-if not current[1] then
-  return 'ABSENT'
-end
-if current[1] ~= 'IN_FLIGHT' and current[1] ~= 'UNCERTAIN' then
-  return current[1]
+local refused = not_settleable(current[1])
+if refused then
+  return refused
 end
 local fenced = math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[4]))
 redis.call('DEL', KEYS[1])
@@ -27,7 +27,5 @@ if current[3] then
 end
 redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
-if current[2] then
-  redis.call(ARGV[3] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])
-end
+wake_up(current[2], ARGV[1], ARGV[2], ARGV[3])
 return current[1]

@@ -3,8 +3,8 @@
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot
 -- ARGV[1] process id   ARGV[2] terminal status value   ARGV[3] retention in ms   ARGV[4] scope hash
 -- Returns 1 recorded now, 0 not this record's pending process (ended already, another process, or no record).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'process_id', 'process_state')
 if current[1] ~= ARGV[1] or current[2] ~= 'PENDING' then
   if current[2] ~= 'PENDING' then

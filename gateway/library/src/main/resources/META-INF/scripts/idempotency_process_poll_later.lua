@@ -4,8 +4,8 @@
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot
 -- ARGV[1] process id   ARGV[2] longest delay in ms   ARGV[3] scope hash
 -- Returns the next delay in ms, or 0 when the process left the queue.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'process_id', 'process_state', 'process_poll_delay')
 if current[1] ~= ARGV[1] or current[2] ~= 'PENDING' then
   redis.call('ZREM', KEYS[2], ARGV[3])

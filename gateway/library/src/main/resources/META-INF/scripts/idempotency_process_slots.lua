@@ -12,8 +12,8 @@
 --           the directory lacks is added at its time, one it has later is brought forward; returns how many it
 --           lacked (lost with a write to the directory: refused while its master was down, or not yet replicated
 --           when it failed over)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local op = ARGV[1]
 if op == 'claim' then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))

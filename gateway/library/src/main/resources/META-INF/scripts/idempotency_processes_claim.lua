@@ -3,8 +3,8 @@
 -- KEYS[1] pending processes of one slot
 -- ARGV[1] most entries to claim   ARGV[2] lease in ms
 -- Returns {now, earliest next poll time left in the slot or '' when it is empty, claimed scope hashes...}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, scope in ipairs(due) do
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), scope)

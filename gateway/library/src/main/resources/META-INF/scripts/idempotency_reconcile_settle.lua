@@ -19,8 +19,9 @@
 -- 'failed':    ARGV[5] first retry delay in ms   ARGV[6] longest retry delay in ms: due again after twice the last
 --              delay, at most the longest
 -- Returns 1 done (for 'failed': the delay in ms), 0 the record is no longer as claimed: nothing changed.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+-- include: process_queue.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'uncertain_at', 'lookup_after', 'lookup_delay')
 if current[1] ~= 'UNCERTAIN' or current[2] ~= ARGV[2] or current[3] ~= ARGV[3] then
   if current[1] ~= 'UNCERTAIN' or not current[4] then
@@ -52,16 +53,7 @@ if op == 'found' then
   redis.call('HDEL', KEYS[1], 'owner', 'waiters', 'lease_until', 'lookup', 'lookup_delay')
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
   if ARGV[10] ~= '' then
-    redis.call('HSET', KEYS[1], 'process_id', ARGV[10], 'process_state', 'PENDING', 'process_poll_delay', ARGV[11])
-    local due = now + tonumber(ARGV[11])
-    redis.call('ZADD', KEYS[6], due, ARGV[4])
-    if KEYS[8] then
-      local listed = redis.call('ZSCORE', KEYS[7], ARGV[12])
-      if not listed or tonumber(listed) > due then
-        redis.call('ZADD', KEYS[7], due, ARGV[12])
-      end
-      redis.call('SET', KEYS[8], ARGV[4], 'PX', ARGV[7])
-    end
+    queue_process(KEYS[1], KEYS[6], KEYS[7], KEYS[8], ARGV[10], ARGV[11], ARGV[4], ARGV[12], ARGV[7], now)
   end
   return 1
 end

@@ -14,6 +14,7 @@
 -- ARGV[1] owner token   ARGV[2] wake-up channel   ARGV[3] scope hash (the wake-up message)
 -- ARGV[4] '1' to SPUBLISH the wake-up   ARGV[5] how long the released owners live at least, in ms
 -- Returns 1 released, 2 already released by this owner (a retry), 0 not this owner's to release.
+-- include: wake_up.lua
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
     redis.call('PEXPIRE', key, ms)
@@ -36,7 +37,5 @@ redis.call('ZREM', KEYS[3], ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], 'released')
 keep(KEYS[2], tonumber(ARGV[5]))
-if current[3] then
-  redis.call(ARGV[4] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[2], ARGV[3])
-end
+wake_up(current[3], ARGV[2], ARGV[3], ARGV[4])
 return 1

@@ -1,8 +1,8 @@
 -- Extend the lease of an in-flight reservation while its upstream exchange lasts, only for its owner.
 -- KEYS[1] record hash
 -- ARGV[1] owner token   ARGV[2] lease in ms
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner')
 if current[1] ~= 'IN_FLIGHT' or current[2] ~= ARGV[1] then
   return 0

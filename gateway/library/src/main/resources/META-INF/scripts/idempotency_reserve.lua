@@ -33,6 +33,8 @@
 -- One read of the record, its stored response included: a replay (most reserves of a key after its first) needs
 -- nothing else, not even the clock. A replay writes nothing, so it is what even a released owner may be told: the
 -- fence below keeps released owners from writing, and the key's result is the answer to any request of its payload.
+-- include: wake_up.lua
+-- include: now.lua
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',
   'lookup_after', 'response', 'process_state', 'strict', 'rules', 'format')
 local state = current[1]
@@ -48,8 +50,7 @@ end
 if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then
   return {'FENCED'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local queued = false
 if not state then
   redis.call('HSET', KEYS[1], 'state', 'IN_FLIGHT', 'fingerprint', ARGV[1], 'owner', ARGV[2],
@@ -96,9 +97,7 @@ if state == 'IN_FLIGHT' and tonumber(current[3]) < now then
     redis.call('ZADD', KEYS[5], now + tonumber(current[6]), ARGV[11])
     queued = true
   end
-  if current[4] then
-    redis.call(ARGV[12] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[10], ARGV[11])
-  end
+  wake_up(current[4], ARGV[10], ARGV[11], ARGV[12])
 end
 if state == 'UNCERTAIN' and ARGV[9] == '1' then
   -- The upstream recognises the key itself: sending it again cannot act twice.

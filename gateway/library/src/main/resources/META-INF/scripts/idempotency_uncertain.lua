@@ -17,8 +17,10 @@
 -- uncertain_at stays, it has been uncertain since then.
 -- Returns 1 marked, 3 marked and queued for a lookup, 2 already marked by this owner for this reason (a retry whose
 -- first attempt landed), 4 written anew, 5 written anew and queued for a lookup, 0 not this owner's to mark.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: wake_up.lua
+-- include: now.lua
+-- include: record_anew.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner', 'waiters', 'uncertain_reason', 'lease_until',
   'lookup_after')
 if current[1] == 'UNCERTAIN' and current[2] == ARGV[1] and current[5] then
@@ -35,21 +37,8 @@ if not current[1] then
   if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 then
     return 0
   end
-  local fingerprint, route, tenant, upstream, strict, rules, route_id = string.match(ARGV[7],
-    '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$')
-  redis.call('HSET', KEYS[1], 'state', 'UNCERTAIN', 'fingerprint', fingerprint, 'owner', ARGV[1], 'route', route,
-    'tenant', tenant, 'upstream', upstream, 'reserved_at', now, 'attempts', 1, 'restored', 1, 'format', 2,
-    'uncertain_at', now, 'uncertain_reason', ARGV[2])
-  -- As idempotency_reserve.lua writes a new record: each optional field only where it says something.
-  if rules ~= 'c1' then
-    redis.call('HSET', KEYS[1], 'rules', rules)
-  end
-  if strict ~= fingerprint then
-    redis.call('HSET', KEYS[1], 'strict', strict)
-  end
-  if route_id ~= route then
-    redis.call('HSET', KEYS[1], 'route_id', route_id)
-  end
+  write_anew(KEYS[1], ARGV[7], now)
+  redis.call('HSET', KEYS[1], 'state', 'UNCERTAIN', 'owner', ARGV[1], 'uncertain_at', now, 'uncertain_reason', ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   redis.call('ZREM', KEYS[2], ARGV[5])
   redis.call('ZADD', KEYS[3], now, ARGV[5])
@@ -68,9 +57,7 @@ redis.call('HDEL', KEYS[1], 'lease_until', 'waiters')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
 redis.call('ZADD', KEYS[3], now, ARGV[5])
-if current[3] then
-  redis.call(ARGV[6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], ARGV[5])
-end
+wake_up(current[3], ARGV[4], ARGV[5], ARGV[6])
 if current[6] then
   redis.call('ZADD', KEYS[4], now + tonumber(current[6]), ARGV[5])
   return 3

@@ -3,8 +3,8 @@
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] scope hash
 -- Returns 1 when the record was added, else 0.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- include: now.lua
+local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'reserved_at', 'uncertain_at')
 if current[1] == 'IN_FLIGHT' then
   return redis.call('ZADD', KEYS[2], 'NX', current[2] or now, ARGV[1])

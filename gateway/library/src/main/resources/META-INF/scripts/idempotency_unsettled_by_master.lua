@@ -13,63 +13,23 @@
 -- processes: as idempotency_unsettled.lua, {pending processes key, earliest poll time...} of the slots holding any.
 -- list: for each slot holding any, {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes..., ''}: the replies of
 --   one call per slot, in the slots' order.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function prune(index, state)
-  for _, scope in ipairs(redis.call('ZRANGE', index, 0, -1)) do
-    if redis.call('HGET', ARGV[2] .. scope .. '}', 'state') ~= state then
-      redis.call('ZREM', index, scope)
-    end
-  end
-end
--- How long ago the oldest member of an index entered it (ms, by this Redis's clock), or 0 when it is empty.
-local function oldest(index)
-  local first = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
-  return #first > 0 and math.max(0, now - tonumber(first[2])) or 0
-end
--- The process queue is by next poll time: a process is pending since its record was completed (the 202 stored).
--- Members whose record is gone are left to the poll that finds it gone.
-local function oldestProcess(queue)
-  local age = 0
-  for _, scope in ipairs(redis.call('ZRANGE', queue, 0, -1)) do
-    local completedAt = tonumber(redis.call('HGET', ARGV[2] .. scope .. '}', 'completed_at'))
-    if completedAt then
-      age = math.max(age, now - completedAt)
-    end
-  end
-  return age
-end
+-- include: now.lua
+-- include: unsettled_count.lua
+-- include: earliest_process.lua
+local now = now_ms()
 if ARGV[1] == 'count' then
-  local inFlight, uncertain, pending, processes = 0, 0, 0, 0
-  local inFlightAge, uncertainAge, processAge = 0, 0, 0
+  local totals = {0, 0, 0, 0, 0, 0, 0}
   for i = 7, #ARGV do
-    local inFlightKey = ARGV[4] .. ARGV[i] .. '}'
-    local uncertainKey = ARGV[5] .. ARGV[i] .. '}'
-    local processesKey = ARGV[6] .. ARGV[i] .. '}'
-    -- Most slots hold nothing unsettled: one call tells (the three keys share the slot).
-    if redis.call('EXISTS', inFlightKey, uncertainKey, processesKey) > 0 then
-      prune(inFlightKey, 'IN_FLIGHT')
-      prune(uncertainKey, 'UNCERTAIN')
-      inFlight = inFlight + redis.call('ZCARD', inFlightKey)
-      uncertain = uncertain + redis.call('ZCARD', uncertainKey)
-      pending = pending + redis.call('ZCOUNT', inFlightKey, '-inf', now - tonumber(ARGV[3]))
-      processes = processes + redis.call('ZCARD', processesKey)
-      inFlightAge = math.max(inFlightAge, oldest(inFlightKey))
-      uncertainAge = math.max(uncertainAge, oldest(uncertainKey))
-      processAge = math.max(processAge, oldestProcess(processesKey))
-    end
+    count_slot(totals, ARGV[4] .. ARGV[i] .. '}', ARGV[5] .. ARGV[i] .. '}', ARGV[6] .. ARGV[i] .. '}', ARGV[2],
+      tonumber(ARGV[3]), now)
   end
-  return {inFlight, uncertain, pending, processes, inFlightAge, uncertainAge, processAge}
+  return totals
 end
 if ARGV[1] == 'processes' then
   local reply = {}
   for i = 7, #ARGV do
     local processesKey = ARGV[6] .. ARGV[i] .. '}'
-    local first = redis.call('ZRANGE', processesKey, 0, 0, 'WITHSCORES')
-    if #first > 0 then
-      reply[#reply + 1] = processesKey
-      reply[#reply + 1] = first[2]
-    end
+    add_earliest(reply, processesKey)
   end
   return reply
 end

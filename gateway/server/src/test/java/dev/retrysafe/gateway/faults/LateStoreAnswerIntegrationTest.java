@@ -1,7 +1,5 @@
 package dev.retrysafe.gateway.faults;
 
-import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
-import dev.retrysafe.gateway.support.LateRedisReplies;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.exactly;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
@@ -15,8 +13,11 @@ import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.redis.LuaScripts;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.support.Gateways;
+import dev.retrysafe.gateway.support.LateRedisReplies;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -28,11 +29,9 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.http.ResponseEntity;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -126,7 +125,7 @@ class LateStoreAnswerIntegrationTest {
     record LateAnswer(String key, double notOwnerBefore, double confirmedBefore) {
         static LateAnswer to(String script, String key) {
             // Loaded first, so that the gateway's call is one EVALSHA (no NOSCRIPT round trip) carrying the SHA.
-            String text = RedisScript.of(new ClassPathResource("META-INF/scripts/" + script)).getScriptAsString();
+            String text = LuaScripts.source(script);
             String sha = records.execute(c -> c.scriptingCommands()
                     .scriptLoad(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)))).next().block();
             LateAnswer late = new LateAnswer(key, events.count("store-not-owner"),

@@ -13,6 +13,7 @@ import com.github.tomakehurst.wiremock.core.Options.ChunkedEncodingPolicy;
 import dev.retrysafe.gateway.embedded.EmbeddedRedisServer;
 import dev.retrysafe.gateway.idempotency.key.IdempotencyKey;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
+import dev.retrysafe.gateway.idempotency.store.redis.LuaScripts;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LateRedisReplies;
 import java.io.IOException;
@@ -26,11 +27,9 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
@@ -134,7 +133,7 @@ class ProcessLinkBeforeAcceptedIntegrationTest {
 
     /** Loaded first, so that the gateway's call is one EVALSHA (no NOSCRIPT round trip) carrying the SHA. */
     static String loadedSha(String script) {
-        String text = RedisScript.of(new ClassPathResource("META-INF/scripts/" + script)).getScriptAsString();
+        String text = LuaScripts.source(script);
         return records.execute(c -> c.scriptingCommands()
                 .scriptLoad(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)))).next().block();
     }

@@ -1,0 +1,2 @@
+-- include: now.lua
+local function nested() return 1 end
