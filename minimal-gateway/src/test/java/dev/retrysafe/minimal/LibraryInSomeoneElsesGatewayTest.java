@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.reactive.server.WebTestClient;
@@ -30,6 +31,9 @@ import redis.embedded.RedisServer;
  * writes there as it does in our server, beside Spring Cloud Gateway's own RequestRateLimiter on the same Redis,
  * and brings none of our server along (no security chain, no application class, nothing added to responses).
  */
+// Closed after the class: a cached context outliving the Redis its @AfterAll stops would keep reconnecting, and
+// its reconnect warnings would land in whatever test runs next (ConfigurationMistakesTest counts stack frames).
+@DirtiesContext
 @SpringBootTest(classes = MinimalGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class LibraryInSomeoneElsesGatewayTest {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());

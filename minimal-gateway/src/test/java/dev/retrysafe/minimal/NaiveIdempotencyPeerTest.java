@@ -19,6 +19,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
 import org.springframework.http.MediaType;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.reactive.server.WebTestClient;
@@ -29,6 +30,9 @@ import redis.embedded.RedisServer;
  * working filter: a first write is forwarded and stored, its retry replayed without the backend, a write under way
  * refused. (And, being naive, another payload under the same key is replayed too: it has no fingerprint.)
  */
+// Closed after the class: a cached context outliving the Redis its @AfterAll stops would keep reconnecting, and
+// its reconnect warnings would land in whatever test runs next (ConfigurationMistakesTest counts stack frames).
+@DirtiesContext
 @SpringBootTest(classes = MinimalGatewayApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class NaiveIdempotencyPeerTest {
     static final WireMockServer upstream = new WireMockServer(options().dynamicPort());
