@@ -310,10 +310,8 @@ final class UpstreamExchange {
     private Mono<Void> complete(int status, List<ResponseHeader> headers, byte[] responseBody, boolean bodyOmitted) {
         StoredResponse stored = new StoredResponse(status, policy.storableHeaders().filter(headers), responseBody,
                 bodyOmitted);
-        Optional<ProcessTracking> tracking = policy.processTracking().filter(t -> stored.isSuccessful());
-        String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
-                .findFirst().orElse(null);
-        Optional<String> unfinishedProcess = tracking.flatMap(t -> t.unfinishedProcess(encoding, responseBody));
+        Optional<ProcessTracking> tracking = policy.processTracking();
+        Optional<String> unfinishedProcess = tracking.flatMap(t -> t.unfinishedProcess(headers, stored));
         if (unfinishedProcess.isEmpty()) {
             nothingToLink.tryEmitEmpty();
         }

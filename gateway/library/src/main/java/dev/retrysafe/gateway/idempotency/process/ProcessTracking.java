@@ -1,6 +1,9 @@
 package dev.retrysafe.gateway.idempotency.process;
 
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -51,6 +54,21 @@ public record ProcessTracking(String statusUri, String idPointer, String statusP
         Optional<JsonNode> json = parse(contentEncoding, responseBody);
         Optional<String> id = json.flatMap(this::processId);
         return id.isPresent() && json.flatMap(this::terminalStatus).isPresent() ? Optional.empty() : id;
+    }
+
+    /**
+     * The unfinished process a write's answer names, when it is a 2xx (what a stored 202 and a lookup's found answer
+     * both keep the key bound for); its body decoded by the answer's own {@code Content-Encoding}.
+     *
+     * @param headers every header of the answer, as received (not only the storable ones)
+     */
+    public Optional<String> unfinishedProcess(List<ResponseHeader> headers, StoredResponse answer) {
+        if (!answer.isSuccessful()) {
+            return Optional.empty();
+        }
+        String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
+                .findFirst().orElse(null);
+        return unfinishedProcess(encoding, answer.body());
     }
 
     /** The status a status response reports, if it reports a terminal one. */

@@ -230,10 +230,8 @@ public final class Reconciler extends FleetWorker {
             stored.add(new ResponseHeader(RECONCILED_HEADER, "true"));
             boolean omitted = body.isEmpty();
             StoredResponse response = new StoredResponse(status, stored, body.orElse(new byte[0]), omitted);
-            Optional<ProcessTracking> tracking = route.processTracking().filter(t -> response.isSuccessful());
-            String encoding = headers.stream().filter(h -> h.named("Content-Encoding")).map(ResponseHeader::value)
-                    .findFirst().orElse(null);
-            Optional<String> process = tracking.flatMap(t -> t.unfinishedProcess(encoding, response.body()));
+            Optional<ProcessTracking> tracking = route.processTracking();
+            Optional<String> process = tracking.flatMap(t -> t.unfinishedProcess(headers, response));
             return new LookupResult.Found(response, process.isPresent() ? tracking.get().maxRetention()
                     : route.retention(), "the upstream's lookup answered " + status + ": found, its answer is the "
                     + "result" + process.map(id -> ", its process " + id + " still running").orElse(""), process);

@@ -3,10 +3,13 @@ package dev.retrysafe.gateway.idempotency.process;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retrysafe.gateway.idempotency.record.ResponseHeader;
+import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.Test;
@@ -70,5 +73,18 @@ class ProcessTrackingTest {
             gzip.write(json(text));
         }
         return out.toByteArray();
+    }
+
+    @Test
+    void aWritesAnswerNamesItsProcessOnlyWhenItIsA2xxAndIsReadByItsOwnEncoding() throws IOException {
+        byte[] pending = gzip("{\"processId\":\"p-3\",\"status\":\"PENDING\"}");
+        List<ResponseHeader> gzipped = List.of(new ResponseHeader("content-encoding", "gzip"));
+
+        assertThat(tracking.unfinishedProcess(gzipped, new StoredResponse(202, List.of(), pending, false)))
+                .contains("p-3");
+        assertThat(tracking.unfinishedProcess(gzipped, new StoredResponse(409, List.of(), pending, false)))
+                .as("not a 2xx").isEmpty();
+        assertThat(tracking.unfinishedProcess(List.of(), new StoredResponse(202, List.of(), pending, false)))
+                .as("gzip bytes read as they are").isEmpty();
     }
 }
