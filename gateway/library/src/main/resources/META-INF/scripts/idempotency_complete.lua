@@ -26,6 +26,10 @@
 -- ARGV[10] first status poll delay in ms   ARGV[11] the record's slot tag (its entry in the directory)
 -- Returns 1 stored, 2 stored anew, 3 already stored by this owner (a retry), 0 not this owner's to store,
 -- -1 fenced: an operator released the record from this owner, nothing written.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, processes, in_flight, uncertain, released_owners, [directory, link]
+-- argv: owner, response, status, ttl_ms, process_id, wake_up_channel, wake_up_message, wake_up_sharded, identity,
+-- argv: first_poll_ms, slot_tag
 -- include: wake_up.lua
 -- include: now.lua
 -- include: record_anew.lua

@@ -4,6 +4,9 @@
 -- KEYS[1] marker key
 -- ARGV[1] a new random epoch, written if the marker is absent
 -- Returns the marker's epoch: ARGV[1] when this call wrote it.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: marker
+-- argv: epoch
 local current = redis.call('GET', KEYS[1])
 if current then
   return current

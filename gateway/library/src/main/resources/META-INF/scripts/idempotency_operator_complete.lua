@@ -4,6 +4,9 @@
 -- ARGV[1] encoded response   ARGV[2] status   ARGV[3] retention in ms
 -- ARGV[4] who   ARGV[5] why   ARGV[6] wake-up channel   ARGV[7] scope hash   ARGV[8] '1' to SPUBLISH the wake-up
 -- Returns the state the record was in, or 'ABSENT'.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, in_flight, uncertain
+-- argv: response, status, retention_ms, who, why, wake_up_channel, wake_up_message, wake_up_sharded
 -- include: wake_up.lua
 -- include: now.lua
 -- include: operator_settleable.lua

@@ -10,6 +10,9 @@
 -- ARGV[1] wake-up channel   ARGV[2] scope hash   ARGV[3] '1' to SPUBLISH the wake-up
 -- ARGV[4] how long the released owners live at least, in ms
 -- Returns the state the record was in, or 'ABSENT'.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, in_flight, uncertain, released_owners
+-- argv: wake_up_channel, wake_up_message, wake_up_sharded, released_owners_ttl_ms
 -- include: wake_up.lua
 -- include: operator_settleable.lua
 local current = redis.call('HMGET', KEYS[1], 'state', 'waiters', 'owner')

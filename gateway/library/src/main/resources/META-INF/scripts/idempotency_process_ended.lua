@@ -3,6 +3,9 @@
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot
 -- ARGV[1] process id   ARGV[2] terminal status value   ARGV[3] retention in ms   ARGV[4] scope hash
 -- Returns 1 recorded now, 0 not this record's pending process (ended already, another process, or no record).
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, processes
+-- argv: process_id, status, retention_ms, scope_hash
 -- include: now.lua
 local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'process_id', 'process_state')

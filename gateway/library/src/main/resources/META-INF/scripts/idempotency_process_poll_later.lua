@@ -4,6 +4,9 @@
 -- KEYS[1] record hash   KEYS[2] pending processes of the record's slot
 -- ARGV[1] process id   ARGV[2] longest delay in ms   ARGV[3] scope hash
 -- Returns the next delay in ms, or 0 when the process left the queue.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, processes
+-- argv: process_id, max_delay_ms, scope_hash
 -- include: now.lua
 local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'process_id', 'process_state', 'process_poll_delay')

@@ -12,6 +12,13 @@
 --           the directory lacks is added at its time, one it has later is brought forward; returns how many it
 --           lacked (lost with a write to the directory: refused while its master was down, or not yet replicated
 --           when it failed over)
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: directory
+-- argv claim: most_slots, lease_ms
+-- reply claim: now, tag_and_score...
+-- argv sooner: tag, delay_ms
+-- argv next: tag, claimed_score, next_look
+-- argv restore: tag_and_time...
 -- include: now.lua
 local now = now_ms()
 local op = ARGV[1]

@@ -3,6 +3,10 @@
 -- KEYS[1] pending processes of one slot
 -- ARGV[1] most entries to claim   ARGV[2] lease in ms
 -- Returns {now, earliest next poll time left in the slot or '' when it is empty, claimed scope hashes...}.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: queue
+-- argv: most, lease_ms
+-- reply: now, earliest, scope_hashes...
 -- include: now.lua
 local now = now_ms()
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))

@@ -19,6 +19,14 @@
 -- 'failed':    ARGV[5] first retry delay in ms   ARGV[6] longest retry delay in ms: due again after twice the last
 --              delay, at most the longest
 -- Returns 1 done (for 'failed': the delay in ms), 0 the record is no longer as claimed: nothing changed.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: slot_record, slot_in_flight, slot_uncertain, slot_released_owners, slot_lookups, slot_processes
+-- keys found: [directory, link]
+-- argv found: owner, uncertain_at, scope_hash, response, status, retention_ms, who, why, process_id, first_poll_ms,
+-- argv found: slot_tag
+-- argv not-found: owner, uncertain_at, scope_hash, released_owners_ttl_ms
+-- argv failed: owner, uncertain_at, scope_hash, first_delay_ms, max_delay_ms
+-- argv drop: owner, uncertain_at, scope_hash
 -- include: now.lua
 -- include: process_queue.lua
 local now = now_ms()

@@ -14,6 +14,9 @@
 -- ARGV[1] owner token   ARGV[2] wake-up channel   ARGV[3] scope hash (the wake-up message)
 -- ARGV[4] '1' to SPUBLISH the wake-up   ARGV[5] how long the released owners live at least, in ms
 -- Returns 1 released, 2 already released by this owner (a retry), 0 not this owner's to release.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, released_owners, in_flight, uncertain
+-- argv: owner, wake_up_channel, wake_up_message, wake_up_sharded, released_owners_ttl_ms
 -- include: wake_up.lua
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then

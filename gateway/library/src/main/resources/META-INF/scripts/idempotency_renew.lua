@@ -1,6 +1,9 @@
 -- Extend the lease of an in-flight reservation while its upstream exchange lasts, only for its owner.
 -- KEYS[1] record hash
 -- ARGV[1] owner token   ARGV[2] lease in ms
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record
+-- argv: owner, lease_ms
 -- include: now.lua
 local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'owner')

@@ -33,6 +33,12 @@
 -- One read of the record, its stored response included: a replay (most reserves of a key after its first) needs
 -- nothing else, not even the clock. A replay writes nothing, so it is what even a released owner may be told: the
 -- fence below keeps released owners from writing, and the key's result is the answer to any request of its payload.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, in_flight, uncertain, released_owners, lookups
+-- argv: fingerprint, owner, lease_ms, will_wait, operation, tenant_hash, upstream, record_ttl_ms, retake_uncertain,
+-- argv: wake_up_channel, wake_up_message, wake_up_sharded, method, path, [lookup_values], [lookup_delay_ms],
+-- argv: strict_fingerprint, rules, route_id
+-- reply: state, fingerprint, response, process_state, lookup, strict, rules
 -- include: wake_up.lua
 -- include: now.lua
 local current = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'lease_until', 'waiters', 'owner',

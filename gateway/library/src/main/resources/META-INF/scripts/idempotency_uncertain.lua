@@ -17,6 +17,10 @@
 -- uncertain_at stays, it has been uncertain since then.
 -- Returns 1 marked, 3 marked and queued for a lookup, 2 already marked by this owner for this reason (a retry whose
 -- first attempt landed), 4 written anew, 5 written anew and queued for a lookup, 0 not this owner's to mark.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, in_flight, uncertain, lookups, released_owners
+-- argv: owner, reason, ttl_ms, wake_up_channel, wake_up_message, wake_up_sharded, identity, [lookup_values],
+-- argv: [lookup_delay_ms]
 -- include: wake_up.lua
 -- include: now.lua
 -- include: record_anew.lua

@@ -8,6 +8,9 @@
 -- list: ARGV[3] most scope hashes per state. Returns {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes...}.
 -- processes: for each slot whose pending processes are not empty, its key and the earliest poll time (ms):
 --   {key, time, key, time...}; what the process queue's directory must name (RedisProcessQueue.restoreDirectory).
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: slot_keys...
+-- argv: operation, record_prefix, limit
 -- include: now.lua
 -- include: unsettled_count.lua
 -- include: earliest_process.lua

@@ -3,6 +3,9 @@
 -- KEYS[1] record hash   KEYS[2] IN_FLIGHT index   KEYS[3] UNCERTAIN index of the record's slot
 -- ARGV[1] scope hash
 -- Returns 1 when the record was added, else 0.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: record, in_flight, uncertain
+-- argv: scope_hash
 -- include: now.lua
 local now = now_ms()
 local current = redis.call('HMGET', KEYS[1], 'state', 'reserved_at', 'uncertain_at')

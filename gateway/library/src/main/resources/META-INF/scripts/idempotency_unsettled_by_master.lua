@@ -13,6 +13,9 @@
 -- processes: as idempotency_unsettled.lua, {pending processes key, earliest poll time...} of the slots holding any.
 -- list: for each slot holding any, {IN_FLIGHT scope hashes..., '', UNCERTAIN scope hashes..., ''}: the replies of
 --   one call per slot, in the slots' order.
+-- The call, by name (StoreScripts in Java; ScriptContractTest holds the two together):
+-- keys: first_slot_key
+-- argv: operation, record_prefix, limit, in_flight_prefix, uncertain_prefix, queue_prefix, tags...
 -- include: now.lua
 -- include: unsettled_count.lua
 -- include: earliest_process.lua

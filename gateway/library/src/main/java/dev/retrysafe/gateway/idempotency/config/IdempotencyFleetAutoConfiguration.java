@@ -39,7 +39,7 @@ public class IdempotencyFleetAutoConfiguration {
     RedisProcessQueue idempotencyProcessQueue(ReactiveRedisConnectionFactory connectionFactory,
             PreopenedConnections connections) {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisProcessQueue(connections.template(), cluster);
+        return new RedisProcessQueue(connections::store, connections.template(), cluster);
     }
 
     /** The fleet's UNCERTAIN records to look up at their upstream, beside the Redis store that queues them. */
@@ -49,7 +49,7 @@ public class IdempotencyFleetAutoConfiguration {
     RedisReconcileQueue idempotencyReconcileQueue(ReactiveRedisConnectionFactory connectionFactory,
             PreopenedConnections connections, IdempotencyProperties properties, EncryptionKeys encryption) {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisReconcileQueue(connections.template(),
+        return new RedisReconcileQueue(connections::store, connections.template(),
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),
                 properties.processPoll().initialDelay(), cluster);
@@ -69,7 +69,7 @@ public class IdempotencyFleetAutoConfiguration {
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
         IdempotencyMetrics meters = metrics.getIfAvailable();
         Runnable countLoss = meters == null ? () -> { } : meters::storeMemoryLost;
-        RedisMemoryWatch watch = RedisMemoryWatch.on(connections.template(), cluster,
+        RedisMemoryWatch watch = RedisMemoryWatch.on(connections, cluster,
                 singleRedisName(connectionFactory), properties.store().allowEviction(),
                 properties.store().checkInterval(), properties.storeTimeout().plusSeconds(5), properties.replicaAcks(),
                 countLoss);
@@ -102,7 +102,7 @@ public class IdempotencyFleetAutoConfiguration {
                 ? "forwarded unprotected, each one logged and counted (idempotency.store-unavailable=forward)"
                 : "refused with 503 and Retry-After, nothing forwarded (idempotency.store-unavailable=reject)";
         RedisMemoryWatch watch = memoryWatch.getIfAvailable();
-        return new RedisStoreHealthIndicator(connections.template(), properties.storeTimeout(), whileDown,
+        return new RedisStoreHealthIndicator(connections::store, properties.storeTimeout(), whileDown,
                 watch == null ? Map::of : watch::details);
     }
 }

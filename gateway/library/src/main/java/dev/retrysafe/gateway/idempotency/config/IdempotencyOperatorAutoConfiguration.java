@@ -38,7 +38,7 @@ public class IdempotencyOperatorAutoConfiguration {
             IdempotencyProperties properties) {
         // On a Cluster a script may touch one slot (one master, flagged, on Redis 7+): the index is read by master.
         boolean cluster = connectionFactory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
-        return new RedisRecordInspector(connections.template(), wakeUps,
+        return new RedisRecordInspector(connections::store, connections.template(), wakeUps,
                 encryption, cluster, RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
     }
 

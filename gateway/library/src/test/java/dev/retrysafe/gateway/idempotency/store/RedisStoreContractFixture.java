@@ -70,10 +70,10 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
         StoreConnection connection = StoreConnection.open(connections);
         store = new RedisIdempotencyStore(() -> connection, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
                 SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
-        processes = new RedisProcessQueue(bytes, connection.cluster());
-        lookups = new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(), RedisIdempotencyStore.RELEASED_OWNERS_TTL,
-                SHORT, connection.cluster());
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+        processes = new RedisProcessQueue(() -> connection, bytes, connection.cluster());
+        lookups = new RedisReconcileQueue(() -> connection, bytes, 1024, EncryptionKeys.none(),
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL, SHORT, connection.cluster());
+        operator = new RedisRecordInspector(() -> connection, bytes, wakeUps, EncryptionKeys.none(), false,
                 RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);

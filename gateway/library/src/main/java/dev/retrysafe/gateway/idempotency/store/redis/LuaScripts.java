@@ -7,12 +7,11 @@ import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.springframework.data.redis.core.script.RedisScript;
 
 /**
- * The store's Lua scripts, read once from {@code META-INF/scripts}. A {@link RedisScript} over a classpath resource
- * asks the class loader for the file's modification time on every call; where the library is a jar nested in an
- * application's jar, that lookup was most of the CPU a replay cost.
+ * The store's Lua scripts, read once from {@code META-INF/scripts} (Spring Data's script over a classpath resource asks
+ * the class loader for the file's modification time on every call; where the library is a jar nested in an
+ * application's jar, that lookup was most of the CPU a replay cost) and run by {@link StoreConnection} only.
  * <p>
  * Pieces several scripts share (Redis's clock, queueing a process, writing a vanished record anew) are written once
  * under {@code META-INF/scripts/lib}, as {@code local function}s, and a script names each it uses on a line of its
@@ -28,10 +27,6 @@ public final class LuaScripts {
     /** The text Redis runs for the script {@code name}, its includes expanded (what its SHA is computed from). */
     public static String source(String name) {
         return read(name);
-    }
-
-    static <T> RedisScript<T> load(String name, Class<T> type) {
-        return RedisScript.of(read(name), type);
     }
 
     /** For {@link StoreConnection}: run by SHA, its body sent only to a master that answers {@code NOSCRIPT}. */

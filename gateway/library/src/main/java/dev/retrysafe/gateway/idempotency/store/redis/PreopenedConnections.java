@@ -19,9 +19,10 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 
 /**
  * The store's connections, opened at startup and never on a request's thread: the store's own Lettuce connection
- * ({@link StoreConnection}, which every per-request call uses) and Spring Data's shared one (which the process and
- * reconcile queues, the unsettled index, the memory watch, the operator API and the health check use through the one
- * template, {@link #template()}). Spring Data's Lettuce
+ * ({@link StoreConnection}, on which every script and every per-key command runs, the request path's, the fleet
+ * queues', the operator's and the health check's) and Spring Data's shared one (under the one template,
+ * {@link #template()}, for what addresses no single key: SCAN over every master, a Cluster's topology, INFO and
+ * CONFIG of a node). Spring Data's Lettuce
  * factory opens its shared connection on first use, synchronously and under its lock, bounded only by Lettuce's
  * connect and command timeouts (60 s by default): the first request after startup, and every request queued behind
  * the lock, would wait that long on a Redis that accepts and does not answer, and block the event loop that asked.
@@ -41,8 +42,8 @@ public final class PreopenedConnections implements SmartLifecycle, AutoCloseable
 
     private final ReactiveRedisConnectionFactory connections;
     /**
-     * The one Spring Data template of the gateway's background and operator paths (queues, unsettled index, memory
-     * watch, operator API, health), on the gated factory: built once, shared.
+     * The one Spring Data template (SCAN, topology, a node's INFO and CONFIG: see the package's description), on the
+     * gated factory: built once, shared.
      */
     private final ReactiveRedisTemplate<String, byte[]> template;
     /** Null without Lettuce's factory: there is no store connection of its own to open (nor a Redis store). */

@@ -1,18 +1,13 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.slotTag;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
 
 import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.FleetQueueKeys;
-import io.lettuce.core.ScriptOutputType;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.springframework.data.domain.Range;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
+import java.util.function.Supplier;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -32,23 +27,15 @@ import reactor.core.publisher.Mono;
  * forward to it, once per interval for the whole fleet.
  */
 final class RedisFleetQueue {
-    /** The directory's script ({@code idempotency_process_slots.lua}, shared by every fleet queue). */
-    @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> SLOTS = LuaScripts.load("idempotency_process_slots.lua", List.class);
-    /** The same script, run by the store over its own connection around its steps. */
-    private static final LuaScript SLOTS_ON_STORE = LuaScripts.script("idempotency_process_slots.lua",
-            ScriptOutputType.MULTI);
-    @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> CLAIM = LuaScripts.load("idempotency_processes_claim.lua", List.class);
     private static final int SLOTS_PER_CLAIM = 64;
     /** Slots put back in one call to the directory. */
     private static final int SLOTS_PER_RESTORE = 500;
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
     private final UnsettledIndex index;
     private final FleetQueueKeys keys;
 
-    RedisFleetQueue(ReactiveRedisTemplate<String, byte[]> redis, UnsettledIndex index, FleetQueueKeys keys) {
+    RedisFleetQueue(Supplier<StoreConnection> redis, UnsettledIndex index, FleetQueueKeys keys) {
         this.redis = redis;
         this.index = index;
         this.keys = keys;
@@ -63,18 +50,11 @@ final class RedisFleetQueue {
      * entries, each claim lasting {@code claim}; one batch per slot, an empty one when its entries were not due.
      */
     Flux<ClaimedBatch> claimDue(int max, Duration claim) {
-        return redis.execute(SLOTS, List.of(keys.directory()),
-                        List.of(bytes("claim"), bytes(Integer.toString(SLOTS_PER_CLAIM)), millis(claim)))
-                .concatMapIterable(RedisFleetQueue::claimedSlots)
-                .concatMap(slot -> redis.execute(CLAIM, List.of(keys.queueKeyOfTag(slot[0])),
-                                List.of(bytes(Integer.toString(max)), millis(claim))).next()
-                        .map(reply -> {
-                            List<String> scopes = new ArrayList<>();
-                            for (int i = 2; i < reply.size(); i++) {
-                                scopes.add(text(reply.get(i)));
-                            }
-                            return new ClaimedBatch(slot[0], slot[1], scopes);
-                        }));
+        return StoreConnection.run(redis, new StoreScripts.SlotsClaim(keys.directory(), SLOTS_PER_CLAIM, claim))
+                .flatMapIterable(RedisFleetQueue::claimedSlots)
+                .concatMap(slot -> StoreConnection.run(redis,
+                                new StoreScripts.Claim(keys.queueKeyOfTag(slot[0]), max, claim))
+                        .map(reply -> new ClaimedBatch(slot[0], slot[1], reply.scopeHashes())));
     }
 
     /**
@@ -83,32 +63,29 @@ final class RedisFleetQueue {
      * meanwhile keeps its sooner look).
      */
     Mono<Void> lookNext(ClaimedBatch batch) {
-        return redis.opsForZSet().rangeWithScores(keys.queueKeyOfTag(batch.tag()), Range.closed(0L, 0L)).next()
-                .map(first -> Long.toString(first.getScore().longValue()))
+        return StoreConnection.on(redis, c -> c.lowestScore(keys.queueKeyOfTag(batch.tag())))
+                .map(first -> Long.toString(first.longValue()))
                 .defaultIfEmpty("")
-                .flatMap(next -> redis.execute(SLOTS, List.of(keys.directory()), List.of(bytes("next"),
-                        bytes(batch.tag()), bytes(batch.claimedScore()), bytes(next))).then());
+                .flatMap(next -> StoreConnection.run(redis,
+                        new StoreScripts.SlotsNext(keys.directory(), batch.tag(), batch.claimedScore(), next)).then());
     }
 
     /** Look into the record's slot within {@code delay}: after a step that queued work in it. */
     Mono<Void> lookSoon(String scopeHash, Duration delay) {
-        return redis.execute(SLOTS, List.of(keys.directory()), soonerArgs(scopeHash, delay)).then();
+        return StoreConnection.on(redis, c -> lookSoon(c, keys, scopeHash, delay));
     }
 
-    /** The same around a store step, over the store's own connection. */
+    /** The same around a store step, on the connection the step ran on. */
     static Mono<Void> lookSoon(StoreConnection redis, FleetQueueKeys keys, String scopeHash, Duration delay) {
-        return redis.run(SLOTS_ON_STORE, List.of(keys.directory()), soonerArgs(scopeHash, delay)).then();
-    }
-
-    private static List<byte[]> soonerArgs(String scopeHash, Duration delay) {
-        return List.of(bytes("sooner"), bytes(slotTag(scopeHash)), millis(delay));
+        return redis.run(new StoreScripts.SlotsSooner(keys.directory(), slotTag(scopeHash), delay)).then();
     }
 
     /** Restores if it is this instance's turn in the interval; emits how many slots had been lost (0: not its turn). */
     Mono<Integer> restoreLostSlots(Duration interval) {
         // Held a little less than the interval: the instance that took the turn finds it free when it asks again one
         // interval later, so the fleet restores about once per interval, never twice.
-        return redis.opsForValue().setIfAbsent(keys.restoreTurn(), bytes("1"), interval.minus(interval.dividedBy(10)))
+        return StoreConnection.on(redis,
+                        c -> c.setIfAbsent(keys.restoreTurn(), bytes("1"), interval.minus(interval.dividedBy(10))))
                 .flatMap(myTurn -> myTurn ? restoreLostSlotsNow() : Mono.just(0));
     }
 
@@ -117,23 +94,22 @@ final class RedisFleetQueue {
         return index.queuedSlots(keys.queuePrefix())
                 .buffer(SLOTS_PER_RESTORE)
                 .concatMap(slots -> {
-                    List<byte[]> args = new ArrayList<>();
-                    args.add(bytes("restore"));
+                    List<String> tagAndTime = new ArrayList<>(slots.size() * 2);
                     for (UnsettledIndex.QueuedSlot slot : slots) {
-                        args.add(bytes(slot.tag()));
-                        args.add(bytes(Long.toString(slot.earliestPoll())));
+                        tagAndTime.add(slot.tag());
+                        tagAndTime.add(Long.toString(slot.earliestPoll()));
                     }
-                    return redis.execute(SLOTS, List.of(keys.directory()), args).next()
-                            .map(reply -> (int) Long.parseLong(text(reply.get(0))));
+                    return StoreConnection.run(redis, new StoreScripts.SlotsRestore(keys.directory(), tagAndTime));
                 })
                 .reduce(0, Integer::sum);
     }
 
-    /** The directory's claim reply: its time, then tag and claimed score of each slot. */
-    private static List<String[]> claimedSlots(List<?> reply) {
+    /** The directory's claim reply: tag and claimed score of each slot. */
+    private static List<String[]> claimedSlots(StoreScripts.SlotsClaim.Reply reply) {
+        List<String> pairs = reply.tagAndScore();
         List<String[]> slots = new ArrayList<>();
-        for (int i = 1; i + 1 < reply.size(); i += 2) {
-            slots.add(new String[] {text(reply.get(i)), text(reply.get(i + 1))});
+        for (int i = 0; i + 1 < pairs.size(); i += 2) {
+            slots.add(new String[] {pairs.get(i), pairs.get(i + 1)});
         }
         return slots;
     }

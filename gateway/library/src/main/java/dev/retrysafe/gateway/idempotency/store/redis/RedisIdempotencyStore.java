@@ -3,8 +3,6 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.processLinkKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.releasedOwnersKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
@@ -15,6 +13,7 @@ import dev.retrysafe.gateway.idempotency.record.StoredResponse;
 import dev.retrysafe.gateway.idempotency.scope.IdempotencyScope;
 import dev.retrysafe.gateway.idempotency.store.Completion;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
+import dev.retrysafe.gateway.idempotency.store.LookupValues;
 import dev.retrysafe.gateway.idempotency.store.OwnerToken;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
@@ -22,11 +21,8 @@ import dev.retrysafe.gateway.idempotency.store.SettleWaiter;
 import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.store.UncertainMark;
 import io.lettuce.core.RedisException;
-import io.lettuce.core.ScriptOutputType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -54,15 +50,6 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     public static final Duration RELEASED_OWNERS_TTL = Duration.ofMinutes(1);
 
-    private static final LuaScript RESERVE = LuaScripts.script("idempotency_reserve.lua", ScriptOutputType.MULTI);
-    private static final LuaScript COMPLETE = LuaScripts.script("idempotency_complete.lua", ScriptOutputType.INTEGER);
-    private static final LuaScript RELEASE = LuaScripts.script("idempotency_release.lua", ScriptOutputType.INTEGER);
-    private static final LuaScript RENEW = LuaScripts.script("idempotency_renew.lua", ScriptOutputType.INTEGER);
-    private static final LuaScript UNCERTAIN = LuaScripts.script("idempotency_uncertain.lua", ScriptOutputType.INTEGER);
-    private static final LuaScript PROCESS_ENDED = LuaScripts.script("idempotency_process_ended.lua",
-            ScriptOutputType.INTEGER);
-    private static final byte[] YES = bytes("1");
-    private static final byte[] NO = bytes("0");
 
     /** The store's connection; until it is open, a {@link PreopenedConnections.NotOpenYet}. */
     private final Supplier<StoreConnection> redis;
@@ -113,15 +100,15 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<Reservation> reserve(ReservationRequest r) {
         IdempotencyScope scope = r.scope();
         Fingerprints fingerprints = r.fingerprints();
-        List<byte[]> before = List.of(bytes(fingerprints.fingerprint().hex()), bytes(r.owner().value()),
-                millis(r.lease()), r.willWait() ? YES : NO, bytes(scope.operation()), bytes(scope.tenantHash()),
-                bytes(r.upstream()), millis(r.recordTtl()), r.retakeUncertain() ? YES : NO);
-        List<byte[]> after = List.of(bytes(r.method()), bytes(r.path()),
-                r.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
-                r.lookup().map(l -> millis(l.after())).orElse(new byte[0]), bytes(fingerprints.strict().hex()),
-                bytes(fingerprints.rules()), bytes(scope.routeId()));
-        return reserve(r, args(before, wakeUps.scriptArgs(scope.hash()), after))
-                .onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
+        String hash = scope.hash();
+        StoreScripts.Reserve call = new StoreScripts.Reserve(recordKey(scope), RedisKeyspace.inFlightKey(hash),
+                RedisKeyspace.uncertainKey(hash), releasedOwnersKey(hash), RedisKeyspace.LOOKUPS.queueKey(hash),
+                fingerprints.fingerprint().hex(), r.owner().value(), r.lease(), r.willWait(), scope.operation(),
+                scope.tenantHash(), r.upstream(), r.recordTtl(), r.retakeUncertain(), wakeUps.wakeUp(hash), r.method(),
+                r.path(), r.lookup().map(l -> lookupValues.encode(l.values(), hash)).orElse(null),
+                r.lookup().map(LookupValues::after).orElse(null), fingerprints.strict().hex(),
+                fingerprints.rules(), scope.routeId());
+        return reserve(r, call).onErrorMap(RedisIdempotencyStore::refusedBeforeSending, StoreCallNotSent::new);
     }
 
     /**
@@ -143,13 +130,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return false;
     }
 
-    private Mono<Reservation> reserve(ReservationRequest r, List<byte[]> args) {
+    private Mono<Reservation> reserve(ReservationRequest r, StoreScripts.Reserve call) {
         IdempotencyScope scope = r.scope();
         if (replicaAcks.isPresent()) {
-            return replicaAcks.get().run(RESERVE, reserveKeys(scope), args)
-                    .flatMap(acked -> lookSoonIfQueued((List<?>) acked.reply(), scope).thenReturn(acked))
+            return replicaAcks.get().run(call)
+                    .flatMap(acked -> lookSoonIfQueued(acked.reply(), scope).thenReturn(acked))
                     .flatMap(acked -> {
-                        Reservation reservation = toReservation((List<?>) acked.reply(), r.owner(), scope);
+                        Reservation reservation = toReservation(acked.reply(), r.owner(), scope);
                         if (reservation instanceof Reservation.Reserved && !acked.enough()) {
                             // Not safe to forward: a failover now could forget the reservation. Undone, refused.
                             return release(scope, r.owner()).onErrorComplete().then(Mono.error(
@@ -159,8 +146,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                         return Mono.just(reservation);
                     });
         }
-        return this.<List<?>>script(RESERVE, reserveKeys(scope), args)
-                .flatMap(reply -> lookupQueued(reply)
+        return script(call)
+                .flatMap(reply -> reply.lookupQueued()
                         ? lookSoonIfQueued(reply, scope).thenReturn(toReservation(reply, r.owner(), scope))
                         : Mono.just(toReservation(reply, r.owner(), scope)));
     }
@@ -169,38 +156,40 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * A reserve that found a lapsed lease may have queued the record's lookup at its upstream: its slot is to be
      * looked into (due then or later: a look that comes early only learns when the slot's first lookup is due).
      */
-    private Mono<Void> lookSoonIfQueued(List<?> reply, IdempotencyScope scope) {
-        return lookupQueued(reply)
+    private Mono<Void> lookSoonIfQueued(StoreScripts.Reserve.Reply reply, IdempotencyScope scope) {
+        return reply.lookupQueued()
                 ? connection().flatMap(c -> RedisReconcileQueue.lookSoon(c, scope.hash(), Duration.ZERO))
                         .onErrorComplete()
                 : Mono.empty();
     }
 
-    private static boolean lookupQueued(List<?> reply) {
-        return reply.size() > 4 && "LOOKUP".equals(text(reply.get(4)));
-    }
-
-    private static List<String> reserveKeys(IdempotencyScope scope) {
-        return List.of(recordKey(scope), RedisKeyspace.inFlightKey(scope.hash()),
-                RedisKeyspace.uncertainKey(scope.hash()), releasedOwnersKey(scope.hash()),
-                RedisKeyspace.LOOKUPS.queueKey(scope.hash()));
-    }
-
     @Override
     public Mono<Boolean> renew(IdempotencyScope scope, OwnerToken owner, Duration lease) {
-        return this.<Long>script(RENEW, List.of(recordKey(scope)), List.of(bytes(owner.value()), millis(lease)))
-                .map(changed -> changed == 1L);
+        return script(new StoreScripts.Renew(recordKey(scope), owner.value(), lease)).map(changed -> changed == 1L);
     }
 
     @Override
     public Mono<CompletionResult> complete(Completion c) {
         IdempotencyScope scope = c.scope();
-        String identity = identity(scope, c.fingerprints(), c.upstream());
-        List<byte[]> before = List.of(bytes(c.owner().value()), codec.encode(c.response(), scope.hash()),
-                bytes(Integer.toString(c.response().status())), millis(c.ttl()), bytes(c.processId().orElse("")));
-        List<byte[]> after = List.of(bytes(identity), millis(firstProcessPoll),
-                bytes(RedisKeyspace.slotTag(scope.hash())));
-        return complete(c, args(before, wakeUps.scriptArgs(scope.hash()), after));
+        if (c.processId().isEmpty()) {
+            return store(scope, completeCall(c, null, null));
+        }
+        String link = processLinkKey(scope.operation(), c.processId().get());
+        // One step on one Redis: the record, its process queued, linked, and its slot in the fleet's directory.
+        return connection().flatMap(connection -> connection.cluster()
+                ? completeOnCluster(connection, c, link)
+                : store(scope, completeCall(c, RedisKeyspace.PROCESSES.directory(), link)));
+    }
+
+    /** @param directory and {@code link}: written in the same step (one Redis), or null (a Cluster, or no process) */
+    private StoreScripts.Complete completeCall(Completion c, String directory, String link) {
+        IdempotencyScope scope = c.scope();
+        String hash = scope.hash();
+        return new StoreScripts.Complete(recordKey(scope), RedisKeyspace.PROCESSES.queueKey(hash),
+                RedisKeyspace.inFlightKey(hash), RedisKeyspace.uncertainKey(hash), releasedOwnersKey(hash), directory,
+                link, c.owner().value(), codec.encode(c.response(), hash), c.response().status(), c.ttl(),
+                c.processId().orElse(""), wakeUps.wakeUp(hash), identity(scope, c.fingerprints(), c.upstream()),
+                firstProcessPoll, RedisKeyspace.slotTag(hash));
     }
 
     /**
@@ -212,37 +201,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 fingerprints.strict().hex(), fingerprints.rules(), scope.routeId());
     }
 
-    private Mono<CompletionResult> complete(Completion c, List<byte[]> args) {
-        IdempotencyScope scope = c.scope();
-        List<String> slotKeys = List.of(recordKey(scope), RedisKeyspace.PROCESSES.queueKey(scope.hash()),
-                RedisKeyspace.inFlightKey(scope.hash()), RedisKeyspace.uncertainKey(scope.hash()),
-                releasedOwnersKey(scope.hash()));
-        if (c.processId().isEmpty()) {
-            return store(scope, slotKeys, args);
-        }
-        String link = processLinkKey(scope.operation(), c.processId().get());
-        return connection().flatMap(connection -> connection.cluster()
-                ? completeOnCluster(connection, c, slotKeys, link, args)
-                : store(scope, withDirectoryAndLink(slotKeys, link), args));
-    }
-
-    /** One step on one Redis: the record, its process queued, linked, and its slot in the fleet's directory. */
-    private static List<String> withDirectoryAndLink(List<String> slotKeys, String link) {
-        List<String> keys = new ArrayList<>(slotKeys);
-        keys.add(RedisKeyspace.PROCESSES.directory());
-        keys.add(link);
-        return keys;
-    }
-
-    private Mono<CompletionResult> completeOnCluster(StoreConnection redis, Completion c, List<String> slotKeys,
-            String link, List<byte[]> args) {
+    private Mono<CompletionResult> completeOnCluster(StoreConnection redis, Completion c, String link) {
         IdempotencyScope scope = c.scope();
         // On a Cluster the directory and the link live in other slots than the record: written in calls of their own.
         // Where to look is said before the store step queues the process (a gateway dying right after it has said it
         // already) and again after it (a look racing the step cannot have dropped the slot), with the link. A failure
         // of theirs must not cost the result: the store step runs anyway, and an unlinked process is still polled.
         return RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete()
-                .then(store(scope, slotKeys, args))
+                .then(store(scope, completeCall(c, null, null)))
                 .flatMap(result -> !result.stored()
                         ? Mono.just(result)
                         : Mono.when(RedisProcessQueue.lookSoon(redis, scope.hash(), firstProcessPoll).onErrorComplete(),
@@ -254,19 +220,16 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                                 .thenReturn(result));
     }
 
-    private Mono<CompletionResult> store(IdempotencyScope scope, List<String> keys, List<byte[]> args) {
-        Mono<CompletionResult> stored;
+    private Mono<CompletionResult> store(IdempotencyScope scope, StoreScripts.Complete call) {
         if (replicaAcks.isPresent()) {
-            stored = replicaAcks.get().run(COMPLETE, keys, args)
-                    .flatMap(acked -> settle(scope, Mono.just((Long) acked.reply()))
+            return replicaAcks.get().run(call)
+                    .flatMap(acked -> settle(scope, Mono.just(acked.reply()))
                             .map(RedisIdempotencyStore::completionResult)
                             .map(result -> result.stored() && !acked.enough()
                                     ? CompletionResult.STORED_UNACKNOWLEDGED
                                     : result));
-        } else {
-            stored = settle(scope, script(COMPLETE, keys, args), RedisIdempotencyStore::completionResult);
         }
-        return stored;
+        return settle(scope, script(call), RedisIdempotencyStore::completionResult);
     }
 
     private static CompletionResult completionResult(Long scriptResult) {
@@ -281,23 +244,22 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
-        return settle(scope, script(RELEASE, List.of(recordKey(scope), releasedOwnersKey(scope.hash()),
-                        RedisKeyspace.inFlightKey(scope.hash()), RedisKeyspace.uncertainKey(scope.hash())),
-                        args(List.of(bytes(owner.value())), wakeUps.scriptArgs(scope.hash()),
-                                List.of(millis(releasedOwnersTtl)))), RedisIdempotencyStore::settleResult);
+        String hash = scope.hash();
+        return settle(scope, script(new StoreScripts.Release(recordKey(scope), releasedOwnersKey(hash),
+                RedisKeyspace.inFlightKey(hash), RedisKeyspace.uncertainKey(hash), owner.value(), wakeUps.wakeUp(hash),
+                releasedOwnersTtl)), RedisIdempotencyStore::settleResult);
     }
 
     @Override
     public Mono<SettleResult> markUncertain(UncertainMark m) {
         IdempotencyScope scope = m.scope();
-        List<byte[]> anew = List.of(bytes(identity(scope, m.fingerprints(), m.upstream())),
-                m.lookup().map(l -> lookupValues.encode(l.values(), scope.hash())).orElse(new byte[0]),
-                m.lookup().map(l -> millis(l.after())).orElse(new byte[0]));
-        return settle(scope, script(UNCERTAIN, List.of(recordKey(scope), RedisKeyspace.inFlightKey(scope.hash()),
-                        RedisKeyspace.uncertainKey(scope.hash()), RedisKeyspace.LOOKUPS.queueKey(scope.hash()),
-                        releasedOwnersKey(scope.hash())),
-                        args(List.of(bytes(m.owner().value()), bytes(m.reason()), millis(m.ttl())),
-                                wakeUps.scriptArgs(scope.hash()), anew)))
+        String hash = scope.hash();
+        return settle(scope, script(new StoreScripts.Uncertain(recordKey(scope), RedisKeyspace.inFlightKey(hash),
+                        RedisKeyspace.uncertainKey(hash), RedisKeyspace.LOOKUPS.queueKey(hash), releasedOwnersKey(hash),
+                        m.owner().value(), m.reason(), m.ttl(), wakeUps.wakeUp(hash),
+                        identity(scope, m.fingerprints(), m.upstream()),
+                        m.lookup().map(l -> lookupValues.encode(l.values(), hash)).orElse(null),
+                        m.lookup().map(LookupValues::after).orElse(null))))
                 // 3 (5 for a record written anew): marked, and its lookup queued in the record's slot, which is to be
                 // looked into (due then or later: a look that comes early only learns when the slot's first lookup is
                 // due).
@@ -321,9 +283,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention) {
         return connection().flatMap(r -> r.get(processLinkKey(operation, processId)))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
-                .flatMap(scopeHash -> this.<Long>script(PROCESS_ENDED,
-                        List.of(recordKey(scopeHash), RedisKeyspace.PROCESSES.queueKey(scopeHash)),
-                        List.of(bytes(processId), bytes(terminalValue), millis(retention), bytes(scopeHash))))
+                .flatMap(scopeHash -> script(new StoreScripts.ProcessEnded(recordKey(scopeHash),
+                        RedisKeyspace.PROCESSES.queueKey(scopeHash), processId, terminalValue, retention, scopeHash)))
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
     }
@@ -344,14 +305,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     /** One script call on the store's connection; not open yet: that error, as a signal. */
-    private <T> Mono<T> script(LuaScript script, List<String> keys, List<byte[]> args) {
+    private <R> Mono<R> script(ScriptCall<R> call) {
         StoreConnection connection;
         try {
             connection = redis.get();
         } catch (RuntimeException notOpen) {
             return Mono.error(notOpen);
         }
-        return connection.run(script, keys, args);
+        return connection.run(call);
     }
 
     private Mono<Long> settle(IdempotencyScope scope, Mono<Long> script) {
@@ -369,33 +330,20 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         });
     }
 
-    private Reservation toReservation(List<?> reply, OwnerToken owner, IdempotencyScope scope) {
-        String state = text(reply.get(0));
-        if ("RESERVED".equals(state)) {
+    private Reservation toReservation(StoreScripts.Reserve.Reply reply, OwnerToken owner, IdempotencyScope scope) {
+        if ("RESERVED".equals(reply.state())) {
             return new Reservation.Reserved(owner);
         }
-        if ("FENCED".equals(state)) {
+        if ("FENCED".equals(reply.state())) {
             return new Reservation.Fenced(owner);
         }
-        // {state, fingerprint, response ('' unless a replay), process state, lookup, strict, rules}
-        Fingerprint fingerprint = new Fingerprint(text(reply.get(1)));
-        Fingerprints fingerprints = new Fingerprints(fingerprint, new Fingerprint(text(reply.get(5))),
-                text(reply.get(6)));
-        RecordState recordState = RecordState.valueOf(state);
-        Optional<StoredResponse> response = recordState == RecordState.COMPLETED
-                && reply.get(2) instanceof byte[] stored && stored.length > 0
-                ? Optional.of(codec.decode(stored, scope.hash()))
+        Fingerprints fingerprints = new Fingerprints(new Fingerprint(reply.fingerprint()),
+                new Fingerprint(reply.strict()), reply.rules());
+        RecordState recordState = RecordState.valueOf(reply.state());
+        Optional<StoredResponse> response = recordState == RecordState.COMPLETED && reply.response().length > 0
+                ? Optional.of(codec.decode(reply.response(), scope.hash()))
                 : Optional.empty();
-        boolean processEnded = "ENDED".equals(text(reply.get(3)));
+        boolean processEnded = "ENDED".equals(reply.processState());
         return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprints, response, processEnded));
-    }
-
-    /** A script's arguments: those before its wake-up arguments, the wake-up's three, those after. */
-    static List<byte[]> args(List<byte[]> before, List<byte[]> wakeUp, List<byte[]> after) {
-        List<byte[]> args = new ArrayList<>(before.size() + wakeUp.size() + after.size());
-        args.addAll(before);
-        args.addAll(wakeUp);
-        args.addAll(after);
-        return args;
     }
 }

@@ -17,13 +17,12 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.function.Supplier;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -43,11 +42,10 @@ import reactor.core.publisher.Mono;
 public final class RedisMemoryWatch implements SmartLifecycle {
     static final String NO_EVICTION = "noeviction";
     static final String DOCS = "docs/operations/redis.md";
-    private static final RedisScript<byte[]> MARKER = LuaScripts.load("idempotency_memory_marker.lua", byte[].class);
     private static final String UNREADABLE = "";
     private static final Logger log = LoggerFactory.getLogger(RedisMemoryWatch.class);
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
     private final RedisMasters masters;
     private final boolean allowEviction;
     private final Duration interval;
@@ -71,7 +69,7 @@ public final class RedisMemoryWatch implements SmartLifecycle {
      * @param replicaAcks  {@code idempotency.replica-acks}: replicas that must acknowledge each write
      * @param countLoss    counts one memory loss (the {@code idempotency.store.memory-lost} counter)
      */
-    RedisMemoryWatch(ReactiveRedisTemplate<String, byte[]> redis, RedisMasters masters, boolean allowEviction,
+    RedisMemoryWatch(Supplier<StoreConnection> redis, RedisMasters masters, boolean allowEviction,
             Duration interval, Duration checkTimeout, int replicaAcks, Runnable countLoss) {
         this.redis = redis;
         this.masters = masters;
@@ -84,11 +82,15 @@ public final class RedisMemoryWatch implements SmartLifecycle {
         this.countLoss = countLoss;
     }
 
-    /** @param singleName how a single Redis (or Sentinel's master) is named in the logs and in health */
-    public static RedisMemoryWatch on(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster, String singleName,
+    /**
+     * @param connections the markers are written on the store's connection, the masters read (policy, persistence,
+     *                    a Cluster's topology) through Spring Data's template, which addresses a node
+     * @param singleName  how a single Redis (or Sentinel's master) is named in the logs and in health
+     */
+    public static RedisMemoryWatch on(PreopenedConnections connections, boolean cluster, String singleName,
             boolean allowEviction, Duration interval, Duration checkTimeout, int replicaAcks, Runnable countLoss) {
-        return new RedisMemoryWatch(redis, new RedisMasters(redis, cluster, singleName), allowEviction, interval,
-                checkTimeout, replicaAcks, countLoss);
+        return new RedisMemoryWatch(connections::store, new RedisMasters(connections.template(), cluster, singleName),
+                allowEviction, interval, checkTimeout, replicaAcks, countLoss);
     }
 
     private record Reading(Master master, String policy) {
@@ -195,8 +197,7 @@ public final class RedisMemoryWatch implements SmartLifecycle {
 
     private Mono<Void> marker(Master master) {
         String key = markerKey(master);
-        return redis.execute(MARKER, List.of(key), List.of(bytes(UUID.randomUUID().toString()))).next()
-                .map(epoch -> new String(epoch, StandardCharsets.UTF_8))
+        return StoreConnection.run(redis, new StoreScripts.MemoryMarker(key, UUID.randomUUID().toString()))
                 .doOnNext(epoch -> onEpoch(master, key, epoch))
                 .onErrorResume(WakeUpChannel::refusedByRedis, refused -> {
                     if (markerRefused.add(master.name())) {

@@ -1,8 +1,6 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.PROCESSES;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.text;
 
@@ -11,8 +9,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -23,17 +21,18 @@ import reactor.core.publisher.Mono;
  */
 public final class RedisProcessQueue implements ProcessQueue {
     private static final List<String> RECORD_FIELDS = List.of("route", "upstream", "process_id", "process_state");
-    private static final RedisScript<Long> POLL_LATER = LuaScripts.load("idempotency_process_poll_later.lua", Long.class);
-    /** The store's own script for a process that ended (a status read through the gateway runs it there). */
-    private static final RedisScript<Long> PROCESS_ENDED = LuaScripts.load("idempotency_process_ended.lua", Long.class);
-
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
     private final RedisFleetQueue queue;
 
-    /** @param cluster a Redis Cluster: the slots' queues are read a master at a time ({@link UnsettledIndex}) */
-    public RedisProcessQueue(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
+    /**
+     * @param redis    the store's connection ({@link PreopenedConnections#store()})
+     * @param template Spring Data's, for a Cluster's topology (the directory's restore reads the slots by master)
+     * @param cluster  a Redis Cluster: the slots' queues are read a master at a time ({@link UnsettledIndex})
+     */
+    public RedisProcessQueue(Supplier<StoreConnection> redis, ReactiveRedisTemplate<String, byte[]> template,
+            boolean cluster) {
         this.redis = redis;
-        this.queue = new RedisFleetQueue(redis, new UnsettledIndex(redis, cluster), PROCESSES);
+        this.queue = new RedisFleetQueue(redis, new UnsettledIndex(redis, template, cluster), PROCESSES);
     }
 
     /**
@@ -66,7 +65,7 @@ public final class RedisProcessQueue implements ProcessQueue {
     }
 
     private Mono<Void> pollOne(String scopeHash, Duration maxDelay, Function<DueProcess, Mono<PollResult>> poll) {
-        return redis.<String, byte[]>opsForHash().multiGet(recordKey(scopeHash), RECORD_FIELDS)
+        return StoreConnection.on(redis, c -> c.hmget(recordKey(scopeHash), RECORD_FIELDS))
                 .flatMap(fields -> {
                     Optional<DueProcess> due = dueProcess(scopeHash, fields);
                     if (due.isEmpty()) {
@@ -83,16 +82,15 @@ public final class RedisProcessQueue implements ProcessQueue {
     }
 
     private Mono<Void> ended(DueProcess due, PollResult.Ended ended) {
-        return redis.execute(PROCESS_ENDED,
-                        List.of(recordKey(due.scopeHash()), PROCESSES.queueKey(due.scopeHash())),
-                        List.of(bytes(due.processId()), bytes(ended.status()), millis(ended.retention()),
-                                bytes(due.scopeHash())))
-                .then();
+        // The store's own step for a process that ended (a status read through the gateway runs it there).
+        return StoreConnection.run(redis, new StoreScripts.ProcessEnded(recordKey(due.scopeHash()),
+                PROCESSES.queueKey(due.scopeHash()), due.processId(), ended.status(), ended.retention(),
+                due.scopeHash())).then();
     }
 
     private Mono<Void> pollLater(String scopeHash, String processId, Duration maxDelay) {
-        return redis.execute(POLL_LATER, List.of(recordKey(scopeHash), PROCESSES.queueKey(scopeHash)),
-                List.of(bytes(processId), millis(maxDelay), bytes(scopeHash))).then();
+        return StoreConnection.run(redis, new StoreScripts.PollLater(recordKey(scopeHash), PROCESSES.queueKey(scopeHash),
+                processId, maxDelay, scopeHash)).then();
     }
 
     private static Optional<DueProcess> dueProcess(String scopeHash, List<byte[]> fields) {

@@ -4,7 +4,6 @@ import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.LOOKUP
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.PROCESSES;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.inFlightKey;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.millis;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.processLinkKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.recordKey;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.releasedOwnersKey;
@@ -15,11 +14,10 @@ import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.uncert
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.store.ReconcileQueue;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -31,9 +29,7 @@ import reactor.core.publisher.Mono;
 public final class RedisReconcileQueue implements ReconcileQueue {
     private static final List<String> RECORD_FIELDS = List.of("state", "owner", "uncertain_at", "route", "upstream",
             "lookup");
-    private static final RedisScript<Long> SETTLE = LuaScripts.load("idempotency_reconcile_settle.lua", Long.class);
-
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
     private final StoredResponseCodec responses;
     private final LookupValuesCodec values;
     private final Duration releasedOwnersTtl;
@@ -44,16 +40,20 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     private final RedisFleetQueue processes;
 
     /**
+     * @param redis             the store's connection ({@link PreopenedConnections#store()})
+     * @param template          Spring Data's, for a Cluster's topology (the directory's restore reads the slots by
+     *                          master)
      * @param compressAbove     and {@code encryption}: as the store's, so a found answer is stored as a response is
      * @param releasedOwnersTtl how long, at least, a released record's owner stays fenced
      * @param firstProcessPoll  when a found answer's unfinished process is first polled, as after a stored 202
      * @param cluster           a Redis Cluster: the slots' queues are read a master at a time to restore the
      *                          directory ({@link UnsettledIndex})
      */
-    public RedisReconcileQueue(ReactiveRedisTemplate<String, byte[]> redis, int compressAbove,
-            EncryptionKeys encryption, Duration releasedOwnersTtl, Duration firstProcessPoll, boolean cluster) {
+    public RedisReconcileQueue(Supplier<StoreConnection> redis, ReactiveRedisTemplate<String, byte[]> template,
+            int compressAbove, EncryptionKeys encryption, Duration releasedOwnersTtl, Duration firstProcessPoll,
+            boolean cluster) {
         this.redis = redis;
-        UnsettledIndex index = new UnsettledIndex(redis, cluster);
+        UnsettledIndex index = new UnsettledIndex(redis, template, cluster);
         this.queue = new RedisFleetQueue(redis, index, LOOKUPS);
         this.processes = new RedisFleetQueue(redis, index, PROCESSES);
         this.firstProcessPoll = firstProcessPoll;
@@ -86,7 +86,7 @@ public final class RedisReconcileQueue implements ReconcileQueue {
     }
 
     private Mono<DueLookup> due(String scopeHash) {
-        return redis.<String, byte[]>opsForHash().multiGet(recordKey(scopeHash), RECORD_FIELDS)
+        return StoreConnection.on(redis, c -> c.hmget(recordKey(scopeHash), RECORD_FIELDS))
                 .flatMap(fields -> {
                     Optional<DueLookup> due = dueLookup(scopeHash, fields);
                     if (due.isPresent()) {
@@ -95,7 +95,8 @@ public final class RedisReconcileQueue implements ReconcileQueue {
                     // Settled, gone, or its values unreadable: it leaves the queue, unless it is UNCERTAIN anew.
                     String owner = text(fields.get(1));
                     String since = text(fields.get(2));
-                    return run("drop", owner, since, scopeHash, List.of()).then(Mono.empty());
+                    return StoreConnection.run(redis, new StoreScripts.SettleDrop(slotKeys(scopeHash), owner, since,
+                            scopeHash)).then(Mono.empty());
                 });
     }
 
@@ -121,12 +122,12 @@ public final class RedisReconcileQueue implements ReconcileQueue {
             return settleFound(due, since, found);
         }
         if (result instanceof LookupResult.NotFound) {
-            return run("not-found", due.owner(), since, due.scopeHash(), List.of(millis(releasedOwnersTtl)))
-                    .map(done -> done > 0);
+            return StoreConnection.run(redis, new StoreScripts.SettleNotFound(slotKeys(due.scopeHash()), due.owner(),
+                    since, due.scopeHash(), releasedOwnersTtl)).map(done -> done > 0);
         }
         LookupResult.Failed failed = (LookupResult.Failed) result;
-        return run("failed", due.owner(), since, due.scopeHash(),
-                List.of(millis(failed.firstDelay()), millis(failed.maxDelay())))
+        return StoreConnection.run(redis, new StoreScripts.SettleFailed(slotKeys(due.scopeHash()), due.owner(), since,
+                        due.scopeHash(), failed.firstDelay(), failed.maxDelay()))
                 .flatMap(delay -> delay > 0
                         ? queue.lookSoon(due.scopeHash(), Duration.ofMillis(delay)).onErrorComplete()
                                 .thenReturn(true)
@@ -141,38 +142,35 @@ public final class RedisReconcileQueue implements ReconcileQueue {
      */
     private Mono<Boolean> settleFound(DueLookup due, String since, LookupResult.Found found) {
         String scopeHash = due.scopeHash();
-        List<byte[]> args = List.of(responses.encode(found.response(), scopeHash),
-                bytes(Integer.toString(found.response().status())), millis(found.retention()), bytes("reconciler"),
-                bytes(found.reason()), bytes(found.processId().orElse("")), millis(firstProcessPoll),
-                bytes(slotTag(scopeHash)));
         if (found.processId().isEmpty()) {
-            return run("found", due.owner(), since, scopeHash, args, List.of()).map(done -> done > 0);
+            return settleFound(due, since, found, null, null).map(done -> done > 0);
         }
         String link = processLinkKey(due.routeId(), found.processId().get());
         if (!cluster) {
-            return run("found", due.owner(), since, scopeHash, args, List.of(PROCESSES.directory(), link))
-                    .map(done -> done > 0);
+            return settleFound(due, since, found, PROCESSES.directory(), link).map(done -> done > 0);
         }
         return processes.lookSoon(scopeHash, firstProcessPoll).onErrorComplete()
-                .then(run("found", due.owner(), since, scopeHash, args, List.of()))
+                .then(settleFound(due, since, found, null, null))
                 .flatMap(done -> done <= 0 ? Mono.just(false)
                         : Mono.when(processes.lookSoon(scopeHash, firstProcessPoll).onErrorComplete(),
-                                redis.opsForValue().set(link, bytes(scopeHash), found.retention()).onErrorComplete())
+                                StoreConnection.on(redis, c -> c.set(link, bytes(scopeHash), found.retention()))
+                                        .onErrorComplete())
                                 .thenReturn(true));
     }
 
-    private Mono<Long> run(String op, String owner, String since, String scopeHash, List<byte[]> more) {
-        return run(op, owner, since, scopeHash, more, List.of());
+    /** @param directory and {@code link}: written in the same step (one Redis), or null (a Cluster, or no process) */
+    private Mono<Long> settleFound(DueLookup due, String since, LookupResult.Found found, String directory,
+            String link) {
+        String scopeHash = due.scopeHash();
+        return StoreConnection.run(redis, new StoreScripts.SettleFound(slotKeys(scopeHash), directory, link,
+                due.owner(), since, scopeHash, responses.encode(found.response(), scopeHash),
+                found.response().status(), found.retention(), "reconciler", found.reason(),
+                found.processId().orElse(""), firstProcessPoll, slotTag(scopeHash)));
     }
 
-    private Mono<Long> run(String op, String owner, String since, String scopeHash, List<byte[]> more,
-            List<String> otherSlotKeys) {
-        List<byte[]> args = new ArrayList<>(List.of(bytes(op), bytes(owner), bytes(since), bytes(scopeHash)));
-        args.addAll(more);
-        List<String> keys = new ArrayList<>(List.of(recordKey(scopeHash), inFlightKey(scopeHash),
-                uncertainKey(scopeHash), releasedOwnersKey(scopeHash), LOOKUPS.queueKey(scopeHash),
-                PROCESSES.queueKey(scopeHash)));
-        keys.addAll(otherSlotKeys);
-        return redis.execute(SETTLE, keys, args).next();
+    /** The keys of the record's slot a settle by lookup names. */
+    private static StoreScripts.SettleKeys slotKeys(String scopeHash) {
+        return new StoreScripts.SettleKeys(recordKey(scopeHash), inFlightKey(scopeHash), uncertainKey(scopeHash),
+                releasedOwnersKey(scopeHash), LOOKUPS.queueKey(scopeHash), PROCESSES.queueKey(scopeHash));
     }
 }

@@ -19,9 +19,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -37,30 +37,31 @@ public final class RedisRecordInspector implements RecordInspector {
     private static final Set<String> UNSETTLED_STATES = Set.of("IN_FLIGHT", "UNCERTAIN");
     /** How many records of each unsettled state a list looks at before its filters: bounds an operator's page. */
     static final int CANDIDATES_PER_STATE = 2_000;
-    private static final RedisScript<byte[]> RELEASE = LuaScripts.load(
-            "idempotency_operator_release.lua", byte[].class);
-    private static final RedisScript<byte[]> COMPLETE = LuaScripts.load(
-            "idempotency_operator_complete.lua", byte[].class);
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
+    /** Spring Data's, for SCAN over every master (COMPLETED records, which no index holds). */
+    private final ReactiveRedisTemplate<String, byte[]> template;
     private final RedisWakeUps wakeUps;
     private final StoredResponseCodec codec;
     private final UnsettledIndex index;
     private final Duration releasedOwnersTtl;
 
     /**
+     * @param redis          the store's connection ({@link PreopenedConnections#store()})
+     * @param template       Spring Data's, for SCAN and a Cluster's topology
      * @param encryption     the same keys the store uses, to show and write sealed responses
      * @param oneSlotPerCall a Redis Cluster: the index is read by master where Redis allows (7 and later), else one
      *                       slot per call
      * @param releasedOwnersTtl the least time a released record's former owner stays fenced, as the store's
      */
-    public RedisRecordInspector(ReactiveRedisTemplate<String, byte[]> redis, RedisWakeUps wakeUps,
-            EncryptionKeys encryption, boolean oneSlotPerCall, Duration releasedOwnersTtl) {
+    public RedisRecordInspector(Supplier<StoreConnection> redis, ReactiveRedisTemplate<String, byte[]> template,
+            RedisWakeUps wakeUps, EncryptionKeys encryption, boolean oneSlotPerCall, Duration releasedOwnersTtl) {
         this.redis = redis;
+        this.template = template;
         this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
         this.codec = new StoredResponseCodec(Integer.MAX_VALUE, encryption);
-        this.index = new UnsettledIndex(redis, oneSlotPerCall);
+        this.index = new UnsettledIndex(redis, template, oneSlotPerCall);
     }
 
     @Override
@@ -82,7 +83,7 @@ public final class RedisRecordInspector implements RecordInspector {
                         // A few lookups at once so that Lettuce pipelines them; the order stays the index's.
                         .flatMapSequential(member -> view(RedisKeyspace.recordKey(member.scopeHash()),
                                 member.scopeHash(), false), 16)
-                : redis.scan(ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
+                : template.scan(ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                                 .build())
                         .concatMap(key -> view(key, key.substring(RedisKeyspace.RECORD_PREFIX.length() + 1,
                                 key.length() - 1), false));
@@ -114,7 +115,7 @@ public final class RedisRecordInspector implements RecordInspector {
     private Mono<OptionalLong> recordKeys(long maxRecords) {
         ScanOptions records = ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                 .build();
-        return redis.scan(records).take(Math.min(maxRecords, Long.MAX_VALUE - 1) + 1).count()
+        return template.scan(records).take(Math.min(maxRecords, Long.MAX_VALUE - 1) + 1).count()
                 .map(keys -> keys > maxRecords ? OptionalLong.empty() : OptionalLong.of(keys));
     }
 
@@ -125,32 +126,20 @@ public final class RedisRecordInspector implements RecordInspector {
      */
     @Override
     public Mono<String> release(String scopeHash) {
-        List<String> keys = List.of(RedisKeyspace.recordKey(scopeHash), RedisKeyspace.inFlightKey(scopeHash),
-                RedisKeyspace.uncertainKey(scopeHash), RedisKeyspace.releasedOwnersKey(scopeHash));
-        return redis.execute(RELEASE, keys, RedisIdempotencyStore.args(List.of(), wakeUps.scriptArgs(scopeHash),
-                        List.of(RedisKeyspace.bytes(Long.toString(Math.max(1, releasedOwnersTtl.toMillis()))))))
-                .next()
-                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+        return StoreConnection.run(redis, new StoreScripts.OperatorRelease(RedisKeyspace.recordKey(scopeHash),
+                        RedisKeyspace.inFlightKey(scopeHash), RedisKeyspace.uncertainKey(scopeHash),
+                        RedisKeyspace.releasedOwnersKey(scopeHash), wakeUps.wakeUp(scopeHash), releasedOwnersTtl))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
     }
 
     @Override
     public Mono<String> complete(String scopeHash, StoredResponse response, Duration retention, String who,
             String why) {
-        List<byte[]> before = List.of(codec.encode(response, scopeHash),
-                RedisKeyspace.bytes(Integer.toString(response.status())),
-                RedisKeyspace.bytes(Long.toString(retention.toMillis())),
-                RedisKeyspace.bytes(who), RedisKeyspace.bytes(why));
-        return redis.execute(COMPLETE, indexedKeys(scopeHash),
-                        RedisIdempotencyStore.args(before, wakeUps.scriptArgs(scopeHash), List.of())).next()
-                .map(previous -> new String(previous, StandardCharsets.UTF_8))
+        return StoreConnection.run(redis, new StoreScripts.OperatorComplete(RedisKeyspace.recordKey(scopeHash),
+                        RedisKeyspace.inFlightKey(scopeHash), RedisKeyspace.uncertainKey(scopeHash),
+                        codec.encode(response, scopeHash), response.status(), retention, who, why,
+                        wakeUps.wakeUp(scopeHash)))
                 .doOnNext(previous -> wakeUps.settledHere(scopeHash));
-    }
-
-    /** The record and the index entries a settlement removes it from, all in the record's slot. */
-    private static List<String> indexedKeys(String scopeHash) {
-        return List.of(RedisKeyspace.recordKey(scopeHash), RedisKeyspace.inFlightKey(scopeHash),
-                RedisKeyspace.uncertainKey(scopeHash));
     }
 
     private Mono<RecordView> view(String key, String scopeHash, boolean includeBody) {
@@ -158,8 +147,8 @@ public final class RedisRecordInspector implements RecordInspector {
         if (includeBody) {
             fields.add("response");
         }
-        Mono<List<byte[]>> values = redis.<String, byte[]>opsForHash().multiGet(key, fields);
-        return values.zipWith(redis.getExpire(key).map(Duration::getSeconds).defaultIfEmpty(-1L))
+        Mono<List<byte[]>> values = StoreConnection.on(redis, c -> c.hmget(key, fields));
+        return values.zipWith(StoreConnection.on(redis, c -> c.ttlSeconds(key)).defaultIfEmpty(-1L))
                 .flatMap(both -> {
                     Map<String, byte[]> byName = new HashMap<>();
                     for (int i = 0; i < fields.size(); i++) {

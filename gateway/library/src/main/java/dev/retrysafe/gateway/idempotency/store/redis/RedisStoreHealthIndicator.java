@@ -8,8 +8,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Mono;
 
 /**
@@ -23,9 +21,7 @@ import reactor.core.publisher.Mono;
  * {@code idempotency.store.memory-lost} counter are what alerts.
  */
 public final class RedisStoreHealthIndicator implements ReactiveHealthIndicator {
-    private static final RedisScript<Long> PROBE = RedisScript.of("return 1", Long.class);
-
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
     private final Duration timeout;
     private final String whileDown;
     private final Supplier<Map<String, Object>> memory;
@@ -34,7 +30,7 @@ public final class RedisStoreHealthIndicator implements ReactiveHealthIndicator 
      * @param whileDown what guarded requests get while the store is down, shown in the DOWN details
      * @param memory    what the memory watch found, added to the details (see {@link RedisMemoryWatch#details()})
      */
-    public RedisStoreHealthIndicator(ReactiveRedisTemplate<String, byte[]> redis, Duration timeout, String whileDown,
+    public RedisStoreHealthIndicator(Supplier<StoreConnection> redis, Duration timeout, String whileDown,
             Supplier<Map<String, Object>> memory) {
         this.redis = redis;
         this.timeout = timeout;
@@ -46,7 +42,7 @@ public final class RedisStoreHealthIndicator implements ReactiveHealthIndicator 
     public Mono<Health> health() {
         return Mono.defer(() -> {
             long start = System.nanoTime();
-            return redis.execute(PROBE, List.of(), List.of()).next()
+            return StoreConnection.run(redis, new StoreScripts.Probe())
                     .timeout(timeout)
                     .map(reply -> Health.up()
                             .withDetail("roundTripMillis", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))

@@ -11,7 +11,6 @@ import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.data.redis.core.ReactiveStringRedisTemplate;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -54,7 +53,7 @@ public final class RedisWakeUps implements SmartLifecycle {
         return new RedisWakeUps(connections, signals,
                 // Bounded: an INFO that never answers would leave the channel undecided for good.
                 StoreCall.within(ASK_AGAIN_AFTER,
-                        () -> WakeUpChannel.detect(new ReactiveStringRedisTemplate(connections))),
+                        () -> WakeUpChannel.detect(connections)),
                 ShardSubscriptions.on(lettuce, signals::signal));
     }
 
@@ -66,7 +65,7 @@ public final class RedisWakeUps implements SmartLifecycle {
 
     /**
      * The channel this instance's scripts publish on once decided, waiting for the detection if it is not (for
-     * startup and tests; the store's steps use {@link #scriptArgs}, which never waits): decided by Redis's first
+     * startup and tests; the store's steps use {@link #wakeUp}, which never waits): decided by Redis's first
      * answer and kept. Until then CLASSIC,
      * which every instance listens to: a store step never fails because the version could not be asked (a Cluster
      * node down answers no INFO), and Redis is asked again after {@link #ASK_AGAIN_AFTER}.
@@ -93,13 +92,13 @@ public final class RedisWakeUps implements SmartLifecycle {
      * decided, CLASSIC, and the check is asked again in the background. Plain values, not a Mono: two operators
      * less on every store step of a request.
      */
-    List<byte[]> scriptArgs(String scopeHash) {
+    ScriptCall.WakeUp wakeUp(String scopeHash) {
         WakeUpChannel known = decided;
         if (known == null) {
             detectInBackground();
             known = WakeUpChannel.CLASSIC;
         }
-        return known.scriptArgs(scopeHash);
+        return known.wakeUp(scopeHash);
     }
 
     /** One detection at a time, none within {@link #ASK_AGAIN_AFTER} of a failed one. */

@@ -75,14 +75,15 @@ public final class ReplicaAcks implements AutoCloseable {
                 () -> ((RedisClient) connections.getRequiredNativeClient()).connectAsync(ByteArrayCodec.INSTANCE, uri));
     }
 
-    /** Runs {@code script} on {@code keys}, then waits (bounded) for the replicas to acknowledge what it wrote. */
-    Mono<Acknowledged> run(LuaScript script, List<String> keyNames, List<byte[]> args) {
-        byte[][] keys = keyNames.stream().map(key -> key.getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
-        byte[][] values = args.toArray(byte[][]::new);
+    /** Runs the script call, then waits (bounded) for the replicas to acknowledge what it wrote. */
+    <R> Mono<Acknowledged<R>> run(ScriptCall<R> call) {
+        LuaScript script = call.script();
+        byte[][] keys = call.keys().stream().map(key -> key.getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
+        byte[][] values = call.args().toArray(byte[][]::new);
         return connection().flatMap(connection -> {
             RedisAsyncCommands<byte[], byte[]> commands = connection.async();
-            return acknowledged(commands.evalsha(script.sha1(), script.output(), keys, values), commands)
-                    .onErrorResume(RedisNoScriptException.class, e -> acknowledged(
+            return acknowledged(call, commands.evalsha(script.sha1(), script.output(), keys, values), commands)
+                    .onErrorResume(RedisNoScriptException.class, e -> acknowledged(call,
                             commands.eval(script.body(), script.output(), keys, values), commands));
         });
     }
@@ -106,11 +107,12 @@ public final class ReplicaAcks implements AutoCloseable {
         return connections.get(start);
     }
 
-    private Mono<Acknowledged> acknowledged(RedisFuture<Object> reply, RedisAsyncCommands<byte[], byte[]> commands) {
+    private <R> Mono<Acknowledged<R>> acknowledged(ScriptCall<R> call, RedisFuture<Object> reply,
+            RedisAsyncCommands<byte[], byte[]> commands) {
         // Pipelined: WAIT is sent right behind the script, one round trip for both.
         RedisFuture<Long> acks = commands.waitForReplication(required, timeoutMillis);
         return Mono.fromCompletionStage(reply).zipWith(Mono.fromCompletionStage(acks),
-                (value, replicas) -> new Acknowledged(value, replicas, replicas >= required));
+                (value, replicas) -> new Acknowledged<>(call.reply(value), replicas, replicas >= required));
     }
 
     int required() {
@@ -132,7 +134,7 @@ public final class ReplicaAcks implements AutoCloseable {
     }
 
     /** A script's reply and how many replicas had its writes when {@code WAIT} returned. */
-    record Acknowledged(Object reply, long replicas, boolean enough) {
+    record Acknowledged<R>(R reply, long replicas, boolean enough) {
     }
 
     /** The Redis (standalone, or Sentinel's master by name) of Spring's client, with its TLS, timeout and name. */

@@ -6,16 +6,20 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.reactive.RedisScriptingReactiveCommands;
-import io.lettuce.core.api.reactive.RedisStringReactiveCommands;
+import io.lettuce.core.KeyValue;
+import io.lettuce.core.ScoredValue;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.reactive.RedisClusterReactiveCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
@@ -38,8 +42,8 @@ import reactor.util.context.Context;
  */
 public final class StoreConnection implements AutoCloseable {
     private final StatefulConnection<byte[], byte[]> connection;
-    private final RedisScriptingReactiveCommands<byte[], byte[]> scripts;
-    private final RedisStringReactiveCommands<byte[], byte[]> strings;
+    /** Standalone, Sentinel's master or a Cluster's masters by slot: the commands all three have. */
+    private final RedisClusterReactiveCommands<byte[], byte[]> commands;
     private final boolean cluster;
     /** Where queued commands are flushed; null: each command is flushed as it is written (Lettuce's default). */
     private final Executor flusher;
@@ -47,11 +51,9 @@ public final class StoreConnection implements AutoCloseable {
     private final Runnable flush = this::flush;
 
     private StoreConnection(StatefulConnection<byte[], byte[]> connection,
-            RedisScriptingReactiveCommands<byte[], byte[]> scripts, RedisStringReactiveCommands<byte[], byte[]> strings,
-            boolean cluster, Executor flusher) {
+            RedisClusterReactiveCommands<byte[], byte[]> commands, boolean cluster, Executor flusher) {
         this.connection = connection;
-        this.scripts = scripts;
-        this.strings = strings;
+        this.commands = commands;
         this.cluster = cluster;
         this.flusher = flusher;
         if (flusher != null) {
@@ -72,12 +74,12 @@ public final class StoreConnection implements AutoCloseable {
         AbstractRedisClient client = factory.getRequiredNativeClient();
         if (client instanceof RedisClusterClient clusterClient) {
             StatefulRedisClusterConnection<byte[], byte[]> opened = clusterClient.connect(ByteArrayCodec.INSTANCE);
-            return new StoreConnection(opened, opened.reactive(), opened.reactive(), true, null);
+            return new StoreConnection(opened, opened.reactive(), true, null);
         }
         // The client Spring built for a standalone Redis or Sentinel carries its address (Sentinel: asked again at
         // each reconnection) with the credentials, TLS and client name.
         StatefulRedisConnection<byte[], byte[]> opened = ((RedisClient) client).connect(ByteArrayCodec.INSTANCE);
-        return new StoreConnection(opened, opened.reactive(), opened.reactive(), false,
+        return new StoreConnection(opened, opened.reactive(), false,
                 coalesceWrites ? client.getResources().eventExecutorGroup().next() : null);
     }
 
@@ -94,22 +96,72 @@ public final class StoreConnection implements AutoCloseable {
      * Runs {@code script} by its SHA. A master that does not hold it (restarted, failed over, flushed: on a Cluster
      * any master, each with its own script cache) answers {@code NOSCRIPT} without running anything; the script is
      * then sent once with its body, on the same keys so to the same master, which also keeps it for the next call.
+     * The reply is read by name ({@link ScriptCall#reply}).
      */
-    <T> Mono<T> run(LuaScript script, List<String> keys, List<byte[]> args) {
-        byte[][] keyBytes = keys.stream().map(StoreConnection::bytes).toArray(byte[][]::new);
-        byte[][] values = args.toArray(byte[][]::new);
-        return written(scripts.<T>evalsha(script.sha1(), script.output(), keyBytes, values).next())
-                .onErrorResume(RedisNoScriptException.class,
-                        noScript -> written(scripts.<T>eval(script.body(), script.output(), keyBytes, values).next()));
+    <R> Mono<R> run(ScriptCall<R> call) {
+        LuaScript script = call.script();
+        byte[][] keyBytes = call.keys().stream().map(StoreConnection::bytes).toArray(byte[][]::new);
+        byte[][] values = call.args().toArray(byte[][]::new);
+        return written(commands.<Object>evalsha(script.sha1(), script.output(), keyBytes, values).next(), call::reply)
+                .onErrorResume(RedisNoScriptException.class, noScript -> written(
+                        commands.<Object>eval(script.body(), script.output(), keyBytes, values).next(), call::reply));
+    }
+
+    /** Runs the call on the connection {@code connection} gives; one not open yet: that refusal, as an error signal. */
+    static <R> Mono<R> run(Supplier<StoreConnection> connection, ScriptCall<R> call) {
+        return on(connection, open -> open.run(call));
+    }
+
+    /** A command on the connection {@code connection} gives; one not open yet: that refusal, as an error signal. */
+    static <R> Mono<R> on(Supplier<StoreConnection> connection, Function<StoreConnection, Mono<R>> command) {
+        return Mono.fromSupplier(connection).flatMap(command);
     }
 
     Mono<byte[]> get(String key) {
-        return written(strings.get(bytes(key)));
+        return written(commands.get(bytes(key)));
     }
 
     /** SET with a time to live in milliseconds. */
     Mono<Void> set(String key, byte[] value, Duration ttl) {
-        return written(strings.set(bytes(key), value, SetArgs.Builder.px(Math.max(1, ttl.toMillis())))).then();
+        return written(commands.set(bytes(key), value, SetArgs.Builder.px(Math.max(1, ttl.toMillis())))).then();
+    }
+
+    /** SET with no time to live. */
+    Mono<Void> set(String key, byte[] value) {
+        return written(commands.set(bytes(key), value)).then();
+    }
+
+    /** SET NX with a time to live: whether this call wrote it. */
+    Mono<Boolean> setIfAbsent(String key, byte[] value, Duration ttl) {
+        return written(commands.set(bytes(key), value, SetArgs.Builder.nx().px(Math.max(1, ttl.toMillis()))))
+                .map("OK"::equals)
+                .defaultIfEmpty(false);
+    }
+
+    Mono<Boolean> exists(String key) {
+        return written(commands.exists(bytes(key))).map(count -> count > 0);
+    }
+
+    /** HMGET: the fields' values in their order, {@code null} for a missing one (the whole list for no hash). */
+    Mono<List<byte[]>> hmget(String key, List<String> fields) {
+        byte[][] names = fields.stream().map(StoreConnection::bytes).toArray(byte[][]::new);
+        return written(commands.hmget(bytes(key), names).collectList()).map(StoreConnection::values);
+    }
+
+    private static List<byte[]> values(List<KeyValue<byte[], byte[]>> fields) {
+        List<byte[]> values = new ArrayList<>(fields.size());
+        fields.forEach(field -> values.add(field.getValueOrElse(null)));
+        return values;
+    }
+
+    /** The key's time to live in seconds: -1 without one, -2 when there is no key. */
+    Mono<Long> ttlSeconds(String key) {
+        return written(commands.ttl(bytes(key)));
+    }
+
+    /** The lowest score of a sorted set, empty when it is empty or absent. */
+    Mono<Double> lowestScore(String key) {
+        return written(commands.zrangeWithScores(bytes(key), 0, 0).next().map(ScoredValue::getScore));
     }
 
     /**
@@ -119,12 +171,17 @@ public final class StoreConnection implements AutoCloseable {
      * there. One flush is pending at a time; a command queued before it runs goes with it.
      */
     private <T> Mono<T> written(Mono<T> command) {
+        return flusher == null ? command : written(command, value -> value);
+    }
+
+    /** The same, the reply read by {@code reply} where it is received: no operator of its own on the request path. */
+    private <T, R> Mono<R> written(Mono<T> command, Function<? super T, R> reply) {
         if (flusher == null) {
-            return command;
+            return command.map(reply);
         }
         return Mono.create(sink -> {
-            Disposable subscription = command.subscribe(sink::success, sink::error, sink::success,
-                    Context.of(sink.contextView()));
+            Disposable subscription = command.subscribe(value -> sink.success(reply.apply(value)), sink::error,
+                    sink::success, Context.of(sink.contextView()));
             sink.onCancel(subscription);
             if (flushScheduled.compareAndSet(false, true)) {
                 flusher.execute(flush);

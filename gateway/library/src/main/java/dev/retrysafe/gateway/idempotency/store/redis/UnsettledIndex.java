@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.NestedExceptionUtils;
@@ -24,7 +25,6 @@ import org.springframework.data.redis.connection.ReactiveRedisClusterConnection;
 import org.springframework.data.redis.connection.RedisClusterNode;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
-import org.springframework.data.redis.core.script.RedisScript;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -42,27 +42,24 @@ final class UnsettledIndex {
     private static final int CALLS_IN_FLIGHT = 32;
     /** Calls of slot runs at once on a Cluster; a run read slot by slot has {@link #CALLS_IN_FLIGHT} of its own. */
     private static final int RUNS_IN_FLIGHT = 8;
-    @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> UNSETTLED = LuaScripts.load("idempotency_unsettled.lua", List.class);
-    @SuppressWarnings("rawtypes")
-    private static final RedisScript<List> UNSETTLED_BY_MASTER = LuaScripts.load("idempotency_unsettled_by_master.lua",
-            List.class);
-    private static final RedisScript<Long> BACKFILL = LuaScripts.load("idempotency_unsettled_backfill.lua", Long.class);
-    private static final byte[] RECORD_PREFIX = bytes(RedisKeyspace.RECORD_PREFIX + "{");
+    private static final String RECORD_PREFIX = RedisKeyspace.RECORD_PREFIX + "{";
 
-    private final ReactiveRedisTemplate<String, byte[]> redis;
+    private final Supplier<StoreConnection> redis;
+    /** Spring Data's, for what is not a call on one key: SCAN over every master, and a Cluster's topology. */
+    private final ReactiveRedisTemplate<String, byte[]> template;
     private final Reads reads;
     private final AtomicBoolean backfilled = new AtomicBoolean();
     /** Set once Redis refused the by-master script as such (no script flags before Redis 7): slot by slot after. */
     private final AtomicBoolean byMasterRefused = new AtomicBoolean();
 
     /** @param cluster a Redis Cluster: read {@link Reads#BY_MASTER}, else {@link Reads#SINGLE_REDIS} */
-    UnsettledIndex(ReactiveRedisTemplate<String, byte[]> redis, boolean cluster) {
-        this(redis, cluster ? Reads.BY_MASTER : Reads.SINGLE_REDIS);
+    UnsettledIndex(Supplier<StoreConnection> redis, ReactiveRedisTemplate<String, byte[]> template, boolean cluster) {
+        this(redis, template, cluster ? Reads.BY_MASTER : Reads.SINGLE_REDIS);
     }
 
-    UnsettledIndex(ReactiveRedisTemplate<String, byte[]> redis, Reads reads) {
+    UnsettledIndex(Supplier<StoreConnection> redis, ReactiveRedisTemplate<String, byte[]> template, Reads reads) {
         this.redis = redis;
+        this.template = template;
         this.reads = reads;
     }
 
@@ -88,8 +85,7 @@ final class UnsettledIndex {
      * known here.
      */
     Mono<RecordCounts> count(Duration pendingAfter) {
-        return backfilled().thenMany(calls(List.of(bytes("count"), RECORD_PREFIX,
-                        bytes(Long.toString(pendingAfter.toMillis()))), RedisKeyspace.PROCESSES.queuePrefix()))
+        return backfilled().thenMany(calls("count", pendingAfter.toMillis(), RedisKeyspace.PROCESSES.queuePrefix()))
                 .reduce(new long[7], (sum, reply) -> {
                     // Counts add up; of the ages (ms), the oldest is kept.
                     for (int i = 0; i < 4; i++) {
@@ -107,8 +103,7 @@ final class UnsettledIndex {
 
     /** The scope hashes of up to {@code perState} IN_FLIGHT and UNCERTAIN records, oldest first within a slot. */
     Flux<Member> list(int perState) {
-        return backfilled().thenMany(calls(List.of(bytes("list"), RECORD_PREFIX, bytes(Integer.toString(perState))),
-                        RedisKeyspace.PROCESSES.queuePrefix()))
+        return backfilled().thenMany(calls("list", perState, RedisKeyspace.PROCESSES.queuePrefix()))
                 .concatMapIterable(reply -> {
                     // {IN_FLIGHT..., '', UNCERTAIN...}, or that once per slot, each closed by another '' (by master).
                     List<Member> members = new ArrayList<>();
@@ -131,7 +126,7 @@ final class UnsettledIndex {
      * name. Read as a count is, so it costs a few calls per master.
      */
     Flux<QueuedSlot> queuedSlots(String queuePrefix) {
-        return calls(List.of(bytes("processes"), RECORD_PREFIX, bytes("0")), queuePrefix)
+        return calls("processes", 0, queuePrefix)
                 .concatMapIterable(reply -> {
                     List<QueuedSlot> slots = new ArrayList<>();
                     for (int i = 0; i + 1 < reply.size(); i += 2) {
@@ -152,18 +147,19 @@ final class UnsettledIndex {
         if (backfilled.get()) {
             return Mono.empty();
         }
-        return redis.hasKey(UNSETTLED_BACKFILLED_KEY).flatMap(done -> done ? Mono.<Void>empty() : backfill())
+        return StoreConnection.on(redis, c -> c.exists(UNSETTLED_BACKFILLED_KEY))
+                .flatMap(done -> done ? Mono.<Void>empty() : backfill())
                 .then(Mono.fromRunnable(() -> backfilled.set(true)));
     }
 
     private Mono<Void> backfill() {
         ScanOptions records = ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                 .build();
-        return redis.scan(records)
+        return template.scan(records)
                 .flatMap(key -> {
                     String scopeHash = key.substring(RedisKeyspace.RECORD_PREFIX.length() + 1, key.length() - 1);
-                    return redis.execute(BACKFILL, List.of(key, inFlightKey(scopeHash), uncertainKey(scopeHash)),
-                            List.of(bytes(scopeHash))).next();
+                    return StoreConnection.run(redis, new StoreScripts.Backfill(key, inFlightKey(scopeHash),
+                            uncertainKey(scopeHash), scopeHash));
                 }, 16)
                 .reduce(0L, Long::sum)
                 .flatMap(added -> {
@@ -171,14 +167,19 @@ final class UnsettledIndex {
                         log.info("Index of unsettled records: {} records left unsettled by an earlier version added",
                                 added);
                     }
-                    return redis.opsForValue().set(UNSETTLED_BACKFILLED_KEY, bytes("1"));
+                    return StoreConnection.on(redis, c -> c.set(UNSETTLED_BACKFILLED_KEY, bytes("1")));
                 })
                 .then();
     }
 
-    /** One reply per call, in slot order: what the slots' parts of the index say, as the scripts return it. */
-    /** @param queuePrefix the per-slot queue read beside the two indexes (the scripts' third key of a slot) */
-    private Flux<List<Object>> calls(List<byte[]> args, String queuePrefix) {
+    /**
+     * One reply per call, in slot order: what the slots' parts of the index say, as the scripts return it.
+     *
+     * @param operation   and {@code limit}: as {@link StoreScripts.Unsettled}
+     * @param queuePrefix the per-slot queue read beside the two indexes (the scripts' third key of a slot)
+     */
+    private Flux<List<Object>> calls(String operation, long limit, String queuePrefix) {
+        Args args = new Args(operation, limit);
         List<String> tags = RedisKeyspace.allSlotTags();
         return switch (reads) {
             case SINGLE_REDIS -> slotCalls(tags, SLOTS_PER_CALL, args, queuePrefix);
@@ -193,8 +194,11 @@ final class UnsettledIndex {
         };
     }
 
-    @SuppressWarnings("unchecked")
-    private Flux<List<Object>> slotCalls(List<String> tags, int slotsPerCall, List<byte[]> args, String queuePrefix) {
+    /** What a count, list or processes call asks, whichever script reads it. */
+    private record Args(String operation, long limit) {
+    }
+
+    private Flux<List<Object>> slotCalls(List<String> tags, int slotsPerCall, Args args, String queuePrefix) {
         return Flux.range(0, (tags.size() + slotsPerCall - 1) / slotsPerCall)
                 .flatMapSequential(call -> {
                     List<String> keys = new ArrayList<>();
@@ -204,23 +208,19 @@ final class UnsettledIndex {
                         keys.add(UNCERTAIN_PREFIX + "{" + tag + "}");
                         keys.add(queuePrefix + "{" + tag + "}");
                     }
-                    return redis.execute(UNSETTLED, keys, args).next().map(reply -> (List<Object>) reply);
+                    return StoreConnection.run(redis,
+                            new StoreScripts.Unsettled(keys, args.operation(), RECORD_PREFIX, args.limit()));
                 }, CALLS_IN_FLIGHT);
     }
 
     /** The slots of {@code tags}, all of one master, in one call routed by the first slot's key. */
-    @SuppressWarnings("unchecked")
-    private Flux<List<Object>> masterCall(List<String> tags, List<byte[]> args, String queuePrefix) {
-        List<byte[]> argv = new ArrayList<>(args);
-        argv.add(bytes(IN_FLIGHT_PREFIX + "{"));
-        argv.add(bytes(UNCERTAIN_PREFIX + "{"));
-        argv.add(bytes(queuePrefix + "{"));
-        tags.forEach(tag -> argv.add(bytes(tag)));
-        return redis.execute(UNSETTLED_BY_MASTER, List.of(IN_FLIGHT_PREFIX + "{" + tags.get(0) + "}"), argv).next()
-                .map(reply -> (List<Object>) reply).flux();
+    private Flux<List<Object>> masterCall(List<String> tags, Args args, String queuePrefix) {
+        return StoreConnection.run(redis, new StoreScripts.UnsettledByMaster(IN_FLIGHT_PREFIX + "{" + tags.get(0) + "}",
+                args.operation(), RECORD_PREFIX, args.limit(), IN_FLIGHT_PREFIX + "{", UNCERTAIN_PREFIX + "{",
+                queuePrefix + "{", tags)).flux();
     }
 
-    private Flux<List<Object>> slotBySlot(Run run, List<String> tags, List<byte[]> args, String queuePrefix,
+    private Flux<List<Object>> slotBySlot(Run run, List<String> tags, Args args, String queuePrefix,
             Throwable failure) {
         if (refusedAsScript(failure) && byMasterRefused.compareAndSet(false, true)) {
             log.info("Index of unsettled records: Redis refused the script that reads many slots of a master at once "
@@ -245,7 +245,7 @@ final class UnsettledIndex {
 
     /** The client's view of which master owns each slot (Lettuce's topology, no round trip), as runs of slots. */
     private Mono<List<Run>> runs() {
-        return Flux.usingWhen(Mono.fromSupplier(() -> redis.getConnectionFactory().getReactiveClusterConnection()),
+        return Flux.usingWhen(Mono.fromSupplier(() -> template.getConnectionFactory().getReactiveClusterConnection()),
                         ReactiveRedisClusterConnection::clusterGetNodes, ReactiveRedisClusterConnection::closeLater)
                 .filter(RedisClusterNode::isMaster)
                 .collectList()

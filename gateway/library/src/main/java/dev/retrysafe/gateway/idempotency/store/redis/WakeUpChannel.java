@@ -2,14 +2,14 @@ package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.shardChannelOfTag;
 import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.CLASSIC_CHANNEL;
-import static dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.bytes;
 
 import io.lettuce.core.RedisCommandExecutionException;
-import java.util.List;
 import java.util.Properties;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.data.redis.core.ReactiveRedisTemplate;
+import org.springframework.data.redis.connection.ReactiveRedisConnection;
+import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -35,9 +35,9 @@ public enum WakeUpChannel {
         return this == SHARDED ? shardChannelOfTag(RedisKeyspace.slotTag(scopeHash)) : CLASSIC_CHANNEL;
     }
 
-    /** The scripts' three wake-up arguments, in this order: channel, message (the scope hash), '1' to SPUBLISH. */
-    List<byte[]> scriptArgs(String scopeHash) {
-        return List.of(bytes(channelOf(scopeHash)), bytes(scopeHash), bytes(this == SHARDED ? "1" : "0"));
+    /** The scripts' three wake-up arguments: channel, message (the scope hash), whether to SPUBLISH. */
+    ScriptCall.WakeUp wakeUp(String scopeHash) {
+        return new ScriptCall.WakeUp(channelOf(scopeHash), scopeHash, this == SHARDED);
     }
 
     /**
@@ -46,8 +46,11 @@ public enum WakeUpChannel {
      * that refuses INFO (an ACL without it) gets CLASSIC, which works everywhere; one that cannot be asked fails the
      * Mono.
      */
-    static Mono<WakeUpChannel> detect(ReactiveRedisTemplate<String, ?> redis) {
-        return redis.execute(connection -> connection.serverCommands().info("server")).next()
+    static Mono<WakeUpChannel> detect(ReactiveRedisConnectionFactory connections) {
+        // On a Cluster, Spring Data's connection asks every node and answers one list of their INFO.
+        return Flux.usingWhen(Mono.fromSupplier(connections::getReactiveConnection),
+                        connection -> connection.serverCommands().info("server"), ReactiveRedisConnection::closeLater)
+                .next()
                 .map(WakeUpChannel::forServers)
                 .onErrorResume(WakeUpChannel::refusedByRedis, e -> {
                     log.warn("Wake-ups use the classic channel: INFO server was refused ({})", e.toString());

@@ -34,6 +34,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.data.redis.core.ReactiveRedisTemplate;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * One contract for the fleet's two queues kept per Cluster slot ({@link RedisFleetQueue}): the pending processes and
@@ -88,7 +89,7 @@ class FleetQueueContractTest {
             @Override
             List<String> claim(IdempotencyScope scope, Work work, boolean done, Duration claim) {
                 List<String> claimed = new CopyOnWriteArrayList<>();
-                new RedisProcessQueue(bytes, false).pollDue(32, claim, Duration.ofSeconds(60), due -> {
+                new RedisProcessQueue(redis::store, bytes, false).pollDue(32, claim, Duration.ofSeconds(60), due -> {
                     claimed.add(due.scopeHash());
                     return work.during(due.scopeHash()).thenReturn(done
                             ? new PollResult.Ended("COMPLETED", Duration.ofHours(1))
@@ -104,7 +105,7 @@ class FleetQueueContractTest {
 
             @Override
             Function<Duration, Mono<Integer>> restoreOfAnInstance() {
-                return new RedisProcessQueue(bytes, false)::restoreLostSlots;
+                return new RedisProcessQueue(redis::store, bytes, false)::restoreLostSlots;
             }
         },
         LOOKUPS(RedisKeyspace.LOOKUPS) {
@@ -167,11 +168,12 @@ class FleetQueueContractTest {
 
         /** The restore itself, whoever's turn it is. */
         Mono<Integer> restoreNow() {
-            return new RedisFleetQueue(bytes, new UnsettledIndex(bytes, false), keys).restoreLostSlotsNow();
+            return new RedisFleetQueue(redis::store, new UnsettledIndex(redis::store, bytes, false), keys)
+                    .restoreLostSlotsNow();
         }
 
         private static RedisReconcileQueue lookups() {
-            return new RedisReconcileQueue(bytes, 1024, EncryptionKeys.none(),
+            return new RedisReconcileQueue(redis::store, bytes, 1024, EncryptionKeys.none(),
                     RedisIdempotencyStore.RELEASED_OWNERS_TTL, Duration.ofSeconds(1), false);
         }
 
@@ -212,8 +214,10 @@ class FleetQueueContractTest {
         awaitDue(kind);
         List<List<String>> meanwhile = new CopyOnWriteArrayList<>();
         // The directory brought forward meanwhile (another step in the slot): only the entry's claim holds it back.
+        // The other instance's claim blocks, so off the thread that reads this connection's replies.
         List<String> claimed = kind.claim(scope, scopeHash -> kind.lookSoonAroundAStoreStep(scopeHash, Duration.ZERO)
-                .then(Mono.fromRunnable(() -> meanwhile.add(kind.claimOwn(scope)))), false);
+                .then(Mono.<Void>fromRunnable(() -> meanwhile.add(kind.claimOwn(scope)))
+                        .subscribeOn(Schedulers.boundedElastic())), false);
 
         assertThat(claimed).containsExactly(scope.hash());
         assertThat(meanwhile).containsExactly(List.of());

@@ -113,7 +113,7 @@ class RedisProcessQueueTest {
     void aSlotWithoutPendingProcessesLeavesTheDirectory() {
         stored202("p-1");
         awaitDue();
-        RedisProcessQueue queue = new RedisProcessQueue(bytes, false);
+        RedisProcessQueue queue = new RedisProcessQueue(redis::store, bytes, false);
         queue.pollDue(32, Duration.ofSeconds(15), Duration.ofSeconds(60),
                 p -> Mono.just(new PollResult.Ended("COMPLETED", Duration.ofHours(1)))).block(WAIT);
 
@@ -125,7 +125,7 @@ class RedisProcessQueueTest {
     @Test
     void eachAnswerThatItStillRunsDoublesTheDelayUpToTheLongest() {
         stored202("p-1");
-        RedisProcessQueue queue = new RedisProcessQueue(bytes, false);
+        RedisProcessQueue queue = new RedisProcessQueue(redis::store, bytes, false);
         for (String expected : List.of("200", "400", "500", "500")) {
             awaitDue();
             assertThat(pollOwn(queue, Duration.ofMillis(500))).hasSize(1);

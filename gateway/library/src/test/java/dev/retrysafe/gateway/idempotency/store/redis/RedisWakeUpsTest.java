@@ -279,10 +279,10 @@ class RedisWakeUpsTest {
             RedisWakeUps wakeUps = RedisWakeUps.on(hung, new SettleSignals());
 
             // Off the test's thread: a call that opens the connection blocks the thread that subscribes.
-            List<byte[]> args = Mono.fromCallable(() -> wakeUps.scriptArgs("scope-hash"))
+            ScriptCall.WakeUp wakeUp = Mono.fromCallable(() -> wakeUps.wakeUp("scope-hash"))
                     .subscribeOn(Schedulers.boundedElastic()).block(WAIT);
 
-            assertThat(new String(args.get(0))).isEqualTo(RedisKeyspace.CLASSIC_CHANNEL);
+            assertThat(wakeUp.channel()).isEqualTo(RedisKeyspace.CLASSIC_CHANNEL);
         }
     }
 

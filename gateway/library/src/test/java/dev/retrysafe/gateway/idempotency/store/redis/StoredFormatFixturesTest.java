@@ -105,7 +105,7 @@ class StoredFormatFixturesTest {
         RedisWakeUps wakeUps = RedisWakeUps.on(redis.connections(), new SettleSignals());
         plain = RedisStoreBuilder.on(redis.store(), wakeUps).build();
         sealed = RedisStoreBuilder.on(redis.store(), wakeUps).sealedWith(FIXTURE_KEY).build();
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+        operator = new RedisRecordInspector(redis::store, bytes, wakeUps, EncryptionKeys.none(), false,
                 RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 

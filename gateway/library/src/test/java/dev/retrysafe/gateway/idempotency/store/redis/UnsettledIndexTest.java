@@ -64,7 +64,8 @@ class UnsettledIndexTest {
     void emptyRedis() {
         redis.flush();
         store = RedisStoreBuilder.on(redis.store(), RedisWakeUps.on(redis.connections(), new SettleSignals())).build();
-        inspector = new RedisRecordInspector(bytes, RedisWakeUps.on(redis.connections(), new SettleSignals()),
+        inspector = new RedisRecordInspector(redis::store, bytes,
+                RedisWakeUps.on(redis.connections(), new SettleSignals()),
                 EncryptionKeys.none(), false, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 
@@ -175,7 +176,7 @@ class UnsettledIndexTest {
         IdempotencyScope later = scope();
         bytes.<String, byte[]>opsForHash().putAll(RedisKeyspace.recordKey(later), Map.of(
                 "state", utf8("UNCERTAIN"), "uncertain_at", utf8("1700000000000"))).block(WAIT);
-        RedisRecordInspector anotherInstance = new RedisRecordInspector(bytes,
+        RedisRecordInspector anotherInstance = new RedisRecordInspector(redis::store, bytes,
                 RedisWakeUps.on(redis.connections(), new SettleSignals()), EncryptionKeys.none(), false,
                 RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         assertThat(anotherInstance.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT).uncertain())

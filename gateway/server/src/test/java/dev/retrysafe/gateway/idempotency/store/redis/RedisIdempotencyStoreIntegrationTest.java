@@ -73,7 +73,7 @@ class RedisIdempotencyStoreIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, signals);
         storeConnection = StoreConnection.open(connections);
         store = RedisStoreBuilder.plain(storeConnection, wakeUps);
-        operator = new RedisRecordInspector(bytes, wakeUps, EncryptionKeys.none(), false,
+        operator = new RedisRecordInspector(() -> storeConnection, bytes, wakeUps, EncryptionKeys.none(), false,
                 RedisIdempotencyStore.RELEASED_OWNERS_TTL);
         String key = Base64.getEncoder().encodeToString(new byte[32]);
         sealingStore = RedisStoreBuilder.on(storeConnection, wakeUps)

@@ -32,6 +32,7 @@ class StoreHealthAndCountsIntegrationTest {
     EmbeddedRedisServer redis;
     LettuceConnectionFactory connections;
     ReactiveRedisTemplate<String, byte[]> template;
+    StoreConnection store;
 
     @BeforeEach
     void startRedis() {
@@ -45,17 +46,19 @@ class StoreHealthAndCountsIntegrationTest {
         template = new ReactiveRedisTemplate<>(connections, RedisSerializationContext
                 .<String, byte[]>newSerializationContext(RedisSerializer.byteArray())
                 .key(RedisSerializer.string()).hashKey(RedisSerializer.string()).build());
+        store = StoreConnection.open(connections);
     }
 
     @AfterEach
     void stopRedis() {
+        store.close();
         connections.destroy();
         redis.stop();
     }
 
     @Test
     void healthIsDownWithTheReasonWhileRedisIsStoppedAndUpWhenItIsBack() {
-        RedisStoreHealthIndicator health = new RedisStoreHealthIndicator(template, Duration.ofSeconds(1),
+        RedisStoreHealthIndicator health = new RedisStoreHealthIndicator(() -> store, Duration.ofSeconds(1),
                 "refused with 503", Map::of);
         Health up = health.health().block(Duration.ofSeconds(10));
         assertThat(up.getStatus()).isEqualTo(Status.UP);
@@ -117,7 +120,7 @@ class StoreHealthAndCountsIntegrationTest {
     }
 
     private RedisRecordInspector inspector() {
-        return new RedisRecordInspector(template, RedisWakeUps.on(connections, new SettleSignals()),
+        return new RedisRecordInspector(() -> store, template, RedisWakeUps.on(connections, new SettleSignals()),
                 EncryptionKeys.none(), false, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
     }
 }

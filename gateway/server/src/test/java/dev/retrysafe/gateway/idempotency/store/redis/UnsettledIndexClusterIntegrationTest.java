@@ -53,6 +53,7 @@ class UnsettledIndexClusterIntegrationTest {
     /** Per test, so that Lettuce's view of the topology is read afresh. */
     LettuceConnectionFactory connections;
     ReactiveRedisTemplate<String, byte[]> bytes;
+    StoreConnection storeConnection;
     RedisWakeUps wakeUps;
     RedisIdempotencyStore store;
 
@@ -80,12 +81,14 @@ class UnsettledIndexClusterIntegrationTest {
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         wakeUps.start();
         wakeUps.classicSubscribed().block(WAIT);
-        store = RedisStoreBuilder.plain(StoreConnection.open(connections), wakeUps);
+        storeConnection = StoreConnection.open(connections);
+        store = RedisStoreBuilder.plain(storeConnection, wakeUps);
     }
 
     @AfterEach
     void disconnect() {
         wakeUps.stop();
+        storeConnection.close();
         connections.destroy();
     }
 
@@ -113,8 +116,8 @@ class UnsettledIndexClusterIntegrationTest {
         }
         assertThat(masters).as("records on every master").hasSize(3);
 
-        UnsettledIndex byMaster = new UnsettledIndex(bytes, Reads.BY_MASTER);
-        UnsettledIndex slotBySlot = new UnsettledIndex(bytes, Reads.SLOT_BY_SLOT);
+        UnsettledIndex byMaster = new UnsettledIndex(() -> storeConnection, bytes, Reads.BY_MASTER);
+        UnsettledIndex slotBySlot = new UnsettledIndex(() -> storeConnection, bytes, Reads.SLOT_BY_SLOT);
         // The first calls load the scripts (NOSCRIPT, then EVAL) and mark the index backfilled.
         slotBySlot.count(Duration.ZERO).block(WAIT);
         byMaster.count(Duration.ZERO).block(WAIT);
@@ -178,7 +181,8 @@ class UnsettledIndexClusterIntegrationTest {
         bytes.opsForZSet().add(index, utf8(old.hash()), masterNow - 3_600_000).block(WAIT);
 
         for (Reads reads : List.of(Reads.BY_MASTER, Reads.SLOT_BY_SLOT)) {
-            RecordAges ages = new UnsettledIndex(bytes, reads).count(Duration.ZERO).block(WAIT).oldest();
+            RecordAges ages = new UnsettledIndex(() -> storeConnection, bytes, reads).count(Duration.ZERO).block(WAIT)
+                    .oldest();
             assertThat(ages.uncertain()).as(reads.name())
                     .isBetween(Duration.ofHours(1), Duration.ofHours(1).plus(WAIT).plusSeconds(1));
             assertThat(ages.inFlight()).as(reads.name()).isZero();
@@ -198,7 +202,7 @@ class UnsettledIndexClusterIntegrationTest {
             uncertain(scope);
             uncertain.add(scope.hash());
         }
-        UnsettledIndex byMaster = new UnsettledIndex(bytes, Reads.BY_MASTER);
+        UnsettledIndex byMaster = new UnsettledIndex(() -> storeConnection, bytes, Reads.BY_MASTER);
         assertThat(byMaster.count(Duration.ZERO).block(WAIT).uncertain()).isEqualTo(10);
 
         String moved = RedisKeyspace.uncertainKey(uncertain.get(0));
@@ -227,8 +231,9 @@ class UnsettledIndexClusterIntegrationTest {
         for (int i = 0; i < 10; i++) {
             uncertain(newScope());
         }
-        UnsettledIndex byMaster = new UnsettledIndex(bytes, Reads.BY_MASTER);
-        RecordCounts expected = new UnsettledIndex(bytes, Reads.SLOT_BY_SLOT).count(Duration.ZERO).block(WAIT);
+        UnsettledIndex byMaster = new UnsettledIndex(() -> storeConnection, bytes, Reads.BY_MASTER);
+        RecordCounts expected = new UnsettledIndex(() -> storeConnection, bytes, Reads.SLOT_BY_SLOT)
+                .count(Duration.ZERO).block(WAIT);
         int full = cluster.ports().get(0);
         LocalRedisCluster.cli(full, "config", "set", "maxmemory", "1");
         try {
