@@ -205,13 +205,46 @@ public record IdempotencyProperties(
      *                       in one write (one flush for all those queued by then) instead of one write each: less CPU
      *                       in the gateway and in Redis under load. One Redis (standalone, Sentinel) only; a Cluster's
      *                       writes are never coalesced.
+     * @param nearCache      Replays answered from each instance's memory, kept true by Redis's invalidations.
      */
     public record Store(@DefaultValue("false") boolean allowEviction,
-            @DefaultValue("10s") Duration checkInterval, @DefaultValue("true") boolean coalesceWrites) {
+            @DefaultValue("10s") Duration checkInterval, @DefaultValue("true") boolean coalesceWrites,
+            @DefaultValue NearCache nearCache) {
         public Store {
             if (checkInterval.isNegative() || checkInterval.isZero()) {
                 throw new IllegalArgumentException("idempotency.store.check-interval must be positive, was "
                         + checkInterval);
+            }
+        }
+    }
+
+    /**
+     * Settled records kept in each instance's memory to answer their replays without a script in Redis. Redis reports
+     * every change of a record kept ({@code CLIENT TRACKING}, RESP3), and a copy is served only while the instance
+     * has heard from Redis on that connection within {@code maxStaleness}: an operator's release, a process end, an
+     * expiry or a loss of Redis's memory is seen by every instance within that bound. Off by itself, with a WARN, on a
+     * Redis Cluster or a Redis that does not report changes (RESP2, {@code CLIENT} refused).
+     *
+     * @param enabled      Whether replays of settled records are answered from this instance's memory.
+     * @param maxEntries   At most this many records are kept.
+     * @param maxBytes     At most about this much memory is spent on them (bodies, headers and keys counted).
+     * @param maxStaleness A replay served from memory is at most this far behind Redis; a change is seen by every
+     *                     instance within it. Must be positive.
+     */
+    public record NearCache(@DefaultValue("false") boolean enabled, @DefaultValue("10000") long maxEntries,
+            @DefaultValue("64MB") DataSize maxBytes, @DefaultValue("1s") Duration maxStaleness) {
+        public NearCache {
+            if (maxEntries < 1) {
+                throw new IllegalArgumentException("idempotency.store.near-cache.max-entries must be at least 1, was "
+                        + maxEntries);
+            }
+            if (maxBytes.toBytes() < 1) {
+                throw new IllegalArgumentException("idempotency.store.near-cache.max-bytes must be positive, was "
+                        + maxBytes);
+            }
+            if (maxStaleness.isNegative() || maxStaleness.isZero()) {
+                throw new IllegalArgumentException("idempotency.store.near-cache.max-staleness must be positive, was "
+                        + maxStaleness);
             }
         }
     }

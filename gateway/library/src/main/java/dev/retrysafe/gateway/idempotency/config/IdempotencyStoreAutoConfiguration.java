@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.LeaseRenewals;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.NearCache;
 import dev.retrysafe.gateway.idempotency.store.redis.PreopenedConnections;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisIdempotencyStore;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisWakeUps;
@@ -15,7 +16,9 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.data.redis.connection.ReactiveRedisConnectionFactory;
@@ -68,7 +71,7 @@ public class IdempotencyStoreAutoConfiguration {
     @ConditionalOnMissingBean(IdempotencyStore.class)
     RedisIdempotencyStore idempotencyStore(ReactiveRedisConnectionFactory connectionFactory,
             PreopenedConnections connections, RedisWakeUps wakeUps, IdempotencyProperties properties,
-            EncryptionKeys encryption) {
+            EncryptionKeys encryption, ObjectProvider<NearCache> nearCache) {
         if (!(connectionFactory instanceof LettuceConnectionFactory)) {
             throw new IllegalStateException("The Redis idempotency store needs the Lettuce Redis client (Spring Data "
                     + "Redis's LettuceConnectionFactory)");
@@ -76,7 +79,23 @@ public class IdempotencyStoreAutoConfiguration {
         return new RedisIdempotencyStore(connections::store, wakeUps,
                 (int) Math.min(Integer.MAX_VALUE, properties.compressStoredBodiesAbove().toBytes()), encryption,
                 replicaAcks(connectionFactory, properties), properties.processPoll().initialDelay(),
-                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()));
+                RedisIdempotencyStore.releasedOwnersTtl(properties.inFlightLease()),
+                Optional.ofNullable(nearCache.getIfAvailable()));
+    }
+
+    /**
+     * Replays answered from this instance's memory, invalidated by Redis ({@code idempotency.store.near-cache}): off
+     * unless enabled; off by itself, with a WARN, on a Cluster or a Redis that does not report changes.
+     */
+    @Bean
+    @ConditionalOnBean(ReactiveRedisConnectionFactory.class)
+    @ConditionalOnProperty(name = "idempotency.store.near-cache.enabled", havingValue = "true")
+    NearCache idempotencyNearCache(ReactiveRedisConnectionFactory connectionFactory, IdempotencyProperties properties) {
+        if (!(connectionFactory instanceof LettuceConnectionFactory lettuce)) {
+            throw new IllegalStateException("idempotency.store.near-cache needs the Lettuce Redis client");
+        }
+        IdempotencyProperties.NearCache settings = properties.store().nearCache();
+        return new NearCache(lettuce, settings.maxEntries(), settings.maxBytes().toBytes(), settings.maxStaleness());
     }
 
     private static Optional<ReplicaAcks> replicaAcks(ReactiveRedisConnectionFactory connectionFactory,

@@ -69,7 +69,7 @@ public abstract class RedisStoreContractFixture extends IdempotencyStoreContract
         wakeUps = RedisWakeUps.on(connections, new SettleSignals());
         StoreConnection connection = StoreConnection.open(connections);
         store = new RedisIdempotencyStore(() -> connection, wakeUps, 1024, EncryptionKeys.none(), Optional.empty(),
-                SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL);
+                SHORT, RedisIdempotencyStore.RELEASED_OWNERS_TTL, Optional.empty());
         processes = new RedisProcessQueue(() -> connection, bytes, connection.cluster());
         lookups = new RedisReconcileQueue(() -> connection, bytes, 1024, EncryptionKeys.none(),
                 RedisIdempotencyStore.RELEASED_OWNERS_TTL, SHORT, connection.cluster());

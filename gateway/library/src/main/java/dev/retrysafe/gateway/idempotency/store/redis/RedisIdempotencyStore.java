@@ -59,6 +59,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final Optional<ReplicaAcks> replicaAcks;
     private final Duration firstProcessPoll;
     private final Duration releasedOwnersTtl;
+    private final Optional<NearCache> nearCache;
 
     /**
      * @param redis         the store's connection: {@link PreopenedConnections#store()}, which refuses at once until
@@ -71,11 +72,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      *                      ({@code idempotency.process-poll.initial-delay}): it enters {@link RedisProcessQueue}
      * @param releasedOwnersTtl how long, at least, a scope remembers an owner released from it (see
      *                      {@link #releasedOwnersTtl(Duration)})
+     * @param nearCache     when present, replays of settled records are answered from it while it may serve them
+     *                      ({@code idempotency.store.near-cache})
      */
     public RedisIdempotencyStore(Supplier<StoreConnection> redis, RedisWakeUps wakeUps,
             int compressAbove, EncryptionKeys encryption, Optional<ReplicaAcks> replicaAcks,
-            Duration firstProcessPoll, Duration releasedOwnersTtl) {
+            Duration firstProcessPoll, Duration releasedOwnersTtl, Optional<NearCache> nearCache) {
         this.redis = redis;
+        this.nearCache = nearCache;
         this.firstProcessPoll = firstProcessPoll;
         this.releasedOwnersTtl = releasedOwnersTtl;
         this.wakeUps = wakeUps;
@@ -98,10 +102,25 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Mono<Reservation> reserve(ReservationRequest r) {
+        if (nearCache.isEmpty()) {
+            return reserveInRedis(r, recordKey(r.scope()));
+        }
+        NearCache cache = nearCache.get();
+        // Asked when subscribed: a reserve subscribed again (a retry) asks again.
+        return Mono.defer(() -> {
+            String key = recordKey(r.scope());
+            Optional<IdempotencyRecord> settled = cache.replay(key, r.fingerprints());
+            return settled.isPresent()
+                    ? Mono.just(new Reservation.Taken(settled.get()))
+                    : reserveInRedis(r, key);
+        });
+    }
+
+    private Mono<Reservation> reserveInRedis(ReservationRequest r, String recordKey) {
         IdempotencyScope scope = r.scope();
         Fingerprints fingerprints = r.fingerprints();
         String hash = scope.hash();
-        StoreScripts.Reserve call = new StoreScripts.Reserve(recordKey(scope), RedisKeyspace.inFlightKey(hash),
+        StoreScripts.Reserve call = new StoreScripts.Reserve(recordKey, RedisKeyspace.inFlightKey(hash),
                 RedisKeyspace.uncertainKey(hash), releasedOwnersKey(hash), RedisKeyspace.LOOKUPS.queueKey(hash),
                 fingerprints.fingerprint().hex(), r.owner().value(), r.lease(), r.willWait(), scope.operation(),
                 scope.tenantHash(), r.upstream(), r.recordTtl(), r.retakeUncertain(), wakeUps.wakeUp(hash), r.method(),
@@ -245,6 +264,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Mono<SettleResult> release(IdempotencyScope scope, OwnerToken owner) {
         String hash = scope.hash();
+        changedHere(recordKey(scope));
         return settle(scope, script(new StoreScripts.Release(recordKey(scope), releasedOwnersKey(hash),
                 RedisKeyspace.inFlightKey(hash), RedisKeyspace.uncertainKey(hash), owner.value(), wakeUps.wakeUp(hash),
                 releasedOwnersTtl)), RedisIdempotencyStore::settleResult);
@@ -254,6 +274,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<SettleResult> markUncertain(UncertainMark m) {
         IdempotencyScope scope = m.scope();
         String hash = scope.hash();
+        changedHere(recordKey(scope));
         return settle(scope, script(new StoreScripts.Uncertain(recordKey(scope), RedisKeyspace.inFlightKey(hash),
                         RedisKeyspace.uncertainKey(hash), RedisKeyspace.LOOKUPS.queueKey(hash), releasedOwnersKey(hash),
                         m.owner().value(), m.reason(), m.ttl(), wakeUps.wakeUp(hash),
@@ -283,10 +304,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public Mono<Boolean> processEnded(String operation, String processId, String terminalValue, Duration retention) {
         return connection().flatMap(r -> r.get(processLinkKey(operation, processId)))
                 .map(hash -> new String(hash, StandardCharsets.UTF_8))
+                .doOnNext(scopeHash -> changedHere(recordKey(scopeHash)))
                 .flatMap(scopeHash -> script(new StoreScripts.ProcessEnded(recordKey(scopeHash),
                         RedisKeyspace.PROCESSES.queueKey(scopeHash), processId, terminalValue, retention, scopeHash)))
                 .map(changed -> changed == 1L)
                 .defaultIfEmpty(false);
+    }
+
+    /**
+     * This instance changes the record: its near copy goes at once (Redis's push follows, for every instance). A
+     * replay answered between the two would still be the record's result until the change lands.
+     */
+    private void changedHere(String recordKey) {
+        nearCache.ifPresent(cache -> cache.changed(recordKey));
     }
 
     @Override
@@ -344,6 +374,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 ? Optional.of(codec.decode(reply.response(), scope.hash()))
                 : Optional.empty();
         boolean processEnded = "ENDED".equals(reply.processState());
+        if (response.isPresent() && nearCache.isPresent()) {
+            // Replayed from Redis: kept near for the next replays, read again on the tracking connection.
+            nearCache.get().fill(recordKey(scope), values -> RecordFill.completed(values,
+                    encoded -> codec.decode(encoded, scope.hash())));
+        }
         return new Reservation.Taken(new IdempotencyRecord(recordState, fingerprints, response, processEnded));
     }
 }

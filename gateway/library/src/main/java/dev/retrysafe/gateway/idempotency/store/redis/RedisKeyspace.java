@@ -30,6 +30,11 @@ public final class RedisKeyspace {
     public static final String UNSETTLED_BACKFILLED_KEY = "idempotency-unsettled-index:backfilled";
     /** One per master ({@link RedisMemoryWatch}): its disappearance says the master forgot its data. */
     public static final String MEMORY_MARKER_PREFIX = "idempotency-memory:";
+    /**
+     * A near cache's probe ({@link NearCache}): a key it reads and then writes, a minute at most, to see that Redis
+     * reports changes to it.
+     */
+    public static final String NEAR_CACHE_PROBE_PREFIX = "idempotency-near-cache-probe:";
     /** Wake-ups before Redis 7, received by every instance. */
     public static final String CLASSIC_CHANNEL = "idempotency:settled";
     public static final String SHARD_CHANNEL_PREFIX = "idempotency:settled:";
@@ -74,6 +79,10 @@ public final class RedisKeyspace {
     /** The UNCERTAIN records of the slot a record lives in, by when they became so. */
     public static String uncertainKey(String scopeHash) {
         return UNCERTAIN_PREFIX + "{" + slotTag(scopeHash) + "}";
+    }
+
+    static String nearCacheProbeKey(String instance) {
+        return NEAR_CACHE_PROBE_PREFIX + instance;
     }
 
     static String memoryMarkerKey(String slotTag) {

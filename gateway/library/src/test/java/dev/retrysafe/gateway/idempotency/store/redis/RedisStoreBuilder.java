@@ -14,6 +14,7 @@ public final class RedisStoreBuilder {
     private final RedisWakeUps wakeUps;
     private EncryptionKeys encryption = EncryptionKeys.none();
     private Duration firstProcessPoll = Duration.ofSeconds(1);
+    private Optional<NearCache> nearCache = Optional.empty();
 
     private RedisStoreBuilder(Supplier<StoreConnection> redis, RedisWakeUps wakeUps) {
         this.redis = redis;
@@ -38,8 +39,13 @@ public final class RedisStoreBuilder {
         return this;
     }
 
+    public RedisStoreBuilder nearCache(NearCache cache) {
+        this.nearCache = Optional.of(cache);
+        return this;
+    }
+
     public RedisIdempotencyStore build() {
         return new RedisIdempotencyStore(redis, wakeUps, 1024, encryption, Optional.empty(), firstProcessPoll,
-                RedisIdempotencyStore.RELEASED_OWNERS_TTL);
+                RedisIdempotencyStore.RELEASED_OWNERS_TTL, nearCache);
     }
 }

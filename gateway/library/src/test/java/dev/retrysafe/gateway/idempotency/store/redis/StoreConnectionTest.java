@@ -282,7 +282,8 @@ class StoreConnectionTest {
     /** The store as the auto-configuration makes it: on the connections' store connection, refused until it is open. */
     private static RedisIdempotencyStore storeOn(PreopenedConnections connections, LettuceConnectionFactory factory) {
         return new RedisIdempotencyStore(connections::store, wakeUps(factory), 1024, EncryptionKeys.none(),
-                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.RELEASED_OWNERS_TTL);
+                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.RELEASED_OWNERS_TTL,
+                Optional.empty());
     }
 
     private static RedisWakeUps wakeUps(LettuceConnectionFactory factory) {

@@ -352,7 +352,8 @@ class RedisIdempotencyStoreIntegrationTest {
 
         RedisIdempotencyStore longerLease = new RedisIdempotencyStore(() -> storeConnection, wakeUps, 1024,
                 EncryptionKeys.none(),
-                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)));
+                Optional.empty(), Duration.ofSeconds(1), RedisIdempotencyStore.releasedOwnersTtl(Duration.ofMinutes(5)),
+                Optional.empty());
         longerLease.release(scope, late).block();
         assertThat(strings.<String, String>opsForHash().get(released, late.value()).block()).isEqualTo("unheld");
         assertThat(strings.getExpire(released).block()).isBetween(Duration.ofMinutes(4), Duration.ofMinutes(5));
