@@ -7,6 +7,7 @@ import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.store.IdempotencyStore;
 import dev.retrysafe.gateway.idempotency.tenant.TenantResolver;
 import dev.retrysafe.gateway.idempotency.store.redis.SampledCommandTracing;
+import dev.retrysafe.gateway.idempotency.store.redis.NearCache;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.tracing.MicrometerTracing;
 import java.util.Base64;
@@ -92,6 +93,37 @@ class IdempotencyAutoConfigurationTest {
     void replicaAcksOnStandaloneRedisStartWithoutConnecting() {
         runner.withPropertyValues("idempotency.replica-acks=1", "spring.data.redis.port=1").run(context ->
                 assertThat(context).hasNotFailed().hasSingleBean(IdempotencyStore.class));
+    }
+
+    @Test
+    void theNearCacheIsOffUnlessEnabledAndStartsWithoutConnectingWhenItIs() {
+        runner.run(context -> assertThat(context).doesNotHaveBean(NearCache.class));
+        runner.withPropertyValues("idempotency.store.near-cache.enabled=true").run(context -> {
+            assertThat(context).hasNotFailed().hasSingleBean(NearCache.class);
+            assertThat(context.getBean(NearCache.class).serving()).isFalse();
+        });
+    }
+
+    @Test
+    void aNearCacheWithoutABoundIsRefused() {
+        runner.withPropertyValues("idempotency.store.near-cache.enabled=true",
+                "idempotency.store.near-cache.max-staleness=0s").run(context ->
+                assertThat(context).getFailure().rootCause()
+                        .hasMessageContaining("idempotency.store.near-cache.max-staleness must be positive"));
+    }
+
+    @Test
+    void onARedisClusterTheNearCacheTurnsItselfOff() {
+        runner.withPropertyValues("idempotency.store.near-cache.enabled=true",
+                "spring.data.redis.cluster.nodes=127.0.0.1:1,127.0.0.1:2").run(context -> {
+            NearCache cache = context.getBean(NearCache.class);
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
+            while (!cache.refused() && System.nanoTime() - deadline < 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+            }
+            assertThat(cache.refused()).isTrue();
+            assertThat(cache.serving()).isFalse();
+        });
     }
 
     @Test
