@@ -22,7 +22,8 @@
 # BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
 # TARGETS (plain rate-limiter naive-first-writes naive-replays first-writes replays tracked-first-writes),
 # LATENCY_CONNECTIONS (4: one more run per target at that many connections, for its p50; 0 skips it), SERVER_ARGS /
-# MINIMAL_ARGS (extra --property=value arguments).
+# MINIMAL_ARGS (extra --property=value arguments). NEAR_CACHE (true, as the server's shipped configuration has it):
+# idempotency.store.near-cache.enabled in both JVMs; false measures replays read from Redis.
 # RECORDS (0): that many COMPLETED records put in Redis before the warm-up (copies of one real first write), to see
 # what a large store costs. PROCESS_DRAIN_LIMIT (300): after each run, at most that many seconds of waiting for the
 # processes its tracked 202s left to be polled and ended, so that their polls count in the tracked target's CPU and
@@ -42,6 +43,7 @@ REPLAY_KEYS="${REPLAY_KEYS:-1000}"
 BODY_BYTES="${BODY_BYTES:-0}"
 RECORDS="${RECORDS:-0}"
 PROCESS_DRAIN_LIMIT="${PROCESS_DRAIN_LIMIT:-300}"
+NEAR_CACHE="${NEAR_CACHE:-true}"
 JAVA_OPTS="${JAVA_OPTS:--Xmx512m}"
 GATEWAY_PORT="${BENCH_GATEWAY_PORT:-18090}"
 BACKEND_PORT="${BENCH_BACKEND_PORT:-18091}"
@@ -60,6 +62,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "Building the server and minimal-gateway"
+# The jars go first: a module whose own classes did not change keeps its old jar (maven-jar-plugin finds it up to
+# date), and Spring Boot repackages that one, with the library it was first built with.
+rm -f "$root"/gateway/server/target/idempotency-gateway-server-*.jar "$root"/minimal-gateway/target/minimal-gateway-*.jar
 ./mvnw -q -B -DskipTests -pl gateway/server,minimal-gateway -am package
 server_jar=$(ls "$root"/gateway/server/target/idempotency-gateway-server-*-exec.jar)
 minimal_jar=$(ls "$root"/minimal-gateway/target/minimal-gateway-*.jar | grep -v original | head -n 1)
@@ -301,13 +306,15 @@ run_jvm() {
 
 for jvm in ${JVMS:-server minimal}; do
   if [ "$jvm" = server ]; then
-    echo "Our server (the runnable gateway with its own config/application.yml) ${SERVER_ARGS:-}"
+    echo "Our server (the runnable gateway with its own config/application.yml), near cache $NEAR_CACHE ${SERVER_ARGS:-}"
     # shellcheck disable=SC2086
-    run_jvm server "$server_jar" "$root" "${common_routes[@]}" ${SERVER_ARGS:-}
+    run_jvm server "$server_jar" "$root" "${common_routes[@]}" \
+      --idempotency.store.near-cache.enabled="$NEAR_CACHE" ${SERVER_ARGS:-}
   else
-    echo "minimal-gateway (a bare Spring Cloud Gateway app with our filter library) ${MINIMAL_ARGS:-}"
+    echo "minimal-gateway (a bare Spring Cloud Gateway app with our filter library), near cache $NEAR_CACHE ${MINIMAL_ARGS:-}"
     # shellcheck disable=SC2086
-    run_jvm minimal "$minimal_jar" "$out" "${common_routes[@]}" "${peer_routes[@]}" ${MINIMAL_ARGS:-}
+    run_jvm minimal "$minimal_jar" "$out" "${common_routes[@]}" "${peer_routes[@]}" \
+      --idempotency.store.near-cache.enabled="$NEAR_CACHE" ${MINIMAL_ARGS:-}
   fi
 done
 
