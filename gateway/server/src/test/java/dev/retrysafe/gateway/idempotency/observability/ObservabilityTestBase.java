@@ -48,6 +48,8 @@ import reactor.core.Disposable;
                 "idempotency.store-timeout=5s",
                 "idempotency.record-counts.pending-after=1s",
                 "spring.cloud.gateway.server.webflux.httpclient.response-timeout=1s",
+                // As the shipped configuration: the upstream joins the trace through UpstreamTraceContext.
+                "spring.cloud.gateway.server.webflux.observability.enabled=false",
                 "management.server.port=0",
                 "management.endpoints.web.exposure.include=health,prometheus,idempotency",
                 "management.endpoint.health.show-details=when-authorized",
