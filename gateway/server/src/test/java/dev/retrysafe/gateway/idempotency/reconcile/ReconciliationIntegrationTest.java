@@ -398,11 +398,8 @@ class ReconciliationIntegrationTest {
         Flux.fromIterable(keys).index()
                 .flatMap(key -> sending(key.getT1() % 2 == 0 ? gateway : other, key.getT2()), 6)
                 .collectList().block(WAIT);
-        // What this test holds is one lookup per record. How soon each is made is not its point, and is not yet
-        // good: some slots are claimed only after one or two claim leases (15 s each) with two instances, a defect
-        // noted on issue 34 for the next session. Until it is fixed, the wait covers several leases, not one minute.
-        await(() -> reconciliations(gateway, "not-found") + reconciliations(other, "not-found") == keys.size(),
-                Duration.ofMinutes(3));
+        // Well within one claim lease (15 s) on a quiet machine: a slot whose claim reply was lost waited a lease.
+        await(() -> reconciliations(gateway, "not-found") + reconciliations(other, "not-found") == keys.size());
 
         for (String key : keys) {
             assertThat(upstream.received().stream().filter((BY_KEY + key)::equals)).as("one lookup of " + key)

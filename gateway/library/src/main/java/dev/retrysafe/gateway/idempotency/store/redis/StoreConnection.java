@@ -18,11 +18,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
+import reactor.core.publisher.Operators;
 import reactor.util.context.Context;
 
 /**
@@ -180,13 +185,92 @@ public final class StoreConnection implements AutoCloseable {
             return command.map(reply);
         }
         return Mono.create(sink -> {
-            Disposable subscription = command.subscribe(value -> sink.success(reply.apply(value)), sink::error,
-                    sink::success, Context.of(sink.contextView()));
-            sink.onCancel(subscription);
+            ReplyToSink<T, R> subscriber = new ReplyToSink<>(sink, reply);
+            sink.onCancel(subscriber);
+            command.subscribe(subscriber);
             if (flushScheduled.compareAndSet(false, true)) {
                 flusher.execute(flush);
             }
         });
+    }
+
+    /**
+     * Hands the command's one reply to the caller's sink, and its completion only when there was no reply. Reactor's
+     * {@code MonoSink.success()} called after {@code success(value)} but before the caller asked for the value (a
+     * reply that came first, as in a {@code concatMap}) completes the caller empty and drops the value; a
+     * subscriber that calls both, as {@code subscribe(value, error, complete)} does, lost replies that way: a
+     * claimed fleet-queue slot then got no batch and no next look, and waited a claim lease.
+     */
+    private static final class ReplyToSink<T, R> implements CoreSubscriber<T>, Disposable {
+        private static final AtomicReferenceFieldUpdater<ReplyToSink, Subscription> SUBSCRIPTION =
+                AtomicReferenceFieldUpdater.newUpdater(ReplyToSink.class, Subscription.class, "subscription");
+
+        private final MonoSink<R> sink;
+        private final Function<? super T, R> reply;
+        /** The caller's: a sampled trace's parent reaches Lettuce's tracing. */
+        private final Context context;
+        private volatile Subscription subscription;
+        /** Read and written in the command's signals only, which Reactive Streams serialises. */
+        private boolean answered;
+
+        ReplyToSink(MonoSink<R> sink, Function<? super T, R> reply) {
+            this.sink = sink;
+            this.reply = reply;
+            this.context = Context.of(sink.contextView());
+        }
+
+        @Override
+        public Context currentContext() {
+            return context;
+        }
+
+        @Override
+        public void onSubscribe(Subscription s) {
+            if (Operators.setOnce(SUBSCRIPTION, this, s)) {
+                s.request(Long.MAX_VALUE);
+            }
+        }
+
+        @Override
+        public void onNext(T value) {
+            if (answered) {
+                return;
+            }
+            answered = true;
+            R answer;
+            try {
+                answer = reply.apply(value);
+            } catch (RuntimeException e) {
+                dispose();
+                sink.error(e);
+                return;
+            }
+            sink.success(answer);
+        }
+
+        @Override
+        public void onError(Throwable e) {
+            if (!answered) {
+                sink.error(e);
+            }
+        }
+
+        @Override
+        public void onComplete() {
+            if (!answered) {
+                sink.success();
+            }
+        }
+
+        @Override
+        public void dispose() {
+            Operators.terminate(SUBSCRIPTION, this);
+        }
+
+        @Override
+        public boolean isDisposed() {
+            return subscription == Operators.cancelledSubscription();
+        }
     }
 
     private void flush() {

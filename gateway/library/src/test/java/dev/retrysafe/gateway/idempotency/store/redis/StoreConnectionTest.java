@@ -16,6 +16,7 @@ import dev.retrysafe.gateway.idempotency.store.RedisStoreContractFixture;
 import dev.retrysafe.gateway.idempotency.store.Reservation;
 import dev.retrysafe.gateway.idempotency.store.ReservationRequest;
 import dev.retrysafe.gateway.idempotency.store.SettleSignals;
+import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace.FleetQueueKeys;
 import dev.retrysafe.gateway.idempotency.store.StoreCallNotSent;
 import dev.retrysafe.gateway.idempotency.support.Marks;
 import dev.retrysafe.gateway.idempotency.support.RedisProcess;
@@ -36,6 +37,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -235,6 +237,44 @@ class StoreConnectionTest {
     @Test
     void withoutCoalescingEachCallIsFlushedOnItsOwn() throws Exception {
         assertThat(flushesOfFiftyCalls(false)).as("flushes of 50 calls").isGreaterThanOrEqualTo(50);
+    }
+
+    /**
+     * The fleet queues' claim, as the reconciler and the process poller run it: the directory's claim, then one
+     * claim per slot chained on the replies, each batch followed by the slot's next look. Every claimed slot must
+     * come back as a batch. A reply that came before the chain asked for it was dropped (the call completed empty),
+     * about half the slots in a round of 64: those got no batch and no next look, and their work waited a whole claim
+     * lease (15 s), with two instances often more than one.
+     */
+    @Test
+    void everySlotTheDirectoryClaimedComesBackAsABatch() {
+        LettuceConnectionFactory factory = redis.connect(AS_THE_GATEWAY);
+        try {
+            for (boolean coalesceWrites : new boolean[] {true, false}) {
+                StoreConnection connection = StoreConnection.open(factory, coalesceWrites);
+                FleetQueueKeys keys = RedisKeyspace.LOOKUPS;
+                RedisFleetQueue queue = new RedisFleetQueue(() -> connection, null, keys);
+                for (int round = 0; round < 20; round++) {
+                    List<String> due = Flux.range(0, 64).map(i -> "r" + i + "t" + UUID.randomUUID()).collectList()
+                            .block(WAIT);
+                    // Due since long ago: a look asked for "now" may be a millisecond ahead of the claim's clock.
+                    List<String> tagAndTime = new ArrayList<>();
+                    due.forEach(tag -> tagAndTime.addAll(List.of(tag, "1")));
+                    StoreConnection.run(() -> connection, new StoreScripts.SlotsRestore(keys.directory(), tagAndTime))
+                            .block(WAIT);
+
+                    List<String> batches = queue.claimDue(32, Duration.ofSeconds(15))
+                            .concatMap(batch -> queue.lookNext(batch).thenReturn(batch.tag()))
+                            .collectList().block(WAIT);
+
+                    assertThat(batches).as("round %d, coalesced writes: %s", round, coalesceWrites)
+                            .containsExactlyInAnyOrderElementsOf(due);
+                }
+                connection.close();
+            }
+        } finally {
+            factory.destroy();
+        }
     }
 
     /**
