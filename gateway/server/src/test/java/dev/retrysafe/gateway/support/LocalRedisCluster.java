@@ -24,6 +24,8 @@ public final class LocalRedisCluster implements AutoCloseable {
     private final List<Integer> ports = new ArrayList<>();
     private final List<Process> servers = new ArrayList<>();
     private final List<Path> directories = new ArrayList<>();
+    private int masterCount;
+    private int replicasPerMaster;
 
     public static boolean available() {
         return onPath("redis-server") && onPath("redis-cli");
@@ -35,6 +37,8 @@ public final class LocalRedisCluster implements AutoCloseable {
 
     /** {@code replicasPerMaster} replicas each; a short node timeout so that failovers take seconds. */
     public LocalRedisCluster(int masters, int replicasPerMaster) throws IOException, InterruptedException {
+        this.masterCount = masters;
+        this.replicasPerMaster = replicasPerMaster;
         Path root = Files.createDirectories(Path.of("target/redis-cluster-" + System.nanoTime()));
         for (int i = 0; i < masters * (1 + replicasPerMaster); i++) {
             int port = freePort();
@@ -54,19 +58,7 @@ public final class LocalRedisCluster implements AutoCloseable {
             awaitClusterOk(port);
         }
         // A replica that has not finished its first sync cannot be promoted: wait for every link to be up.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        for (int port : ports) {
-            while (true) {
-                String replication = cli(port, "info", "replication");
-                if (replication.contains("role:master") || replication.contains("master_link_status:up")) {
-                    break;
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("Replica " + port + " never synced with its master");
-                }
-                Thread.onSpinWait();
-            }
-        }
+        awaitReplicasLinked();
     }
 
     private static Process node(int port, Path dir) throws IOException {
@@ -113,12 +105,103 @@ public final class LocalRedisCluster implements AutoCloseable {
     /** Waits (bounded) until the node on {@code port} reports {@code line} in its INFO replication. */
     public static void awaitReplication(int port, String line) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!cli(port, "info", "replication").lines().anyMatch(line::equals)) {
+        while (!info(port, "replication").lines().anyMatch(line::equals)) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("redis-server on " + port + " never reported " + line);
             }
-            Thread.onSpinWait();
+            pollAgain();
         }
+    }
+
+    /**
+     * Waits (bounded) until the cluster has its shape back: every node up, as many masters as it was made with, each
+     * with its replicas, and every replica's link to its master up. Not "this node is a replica now": with a 1 s node
+     * timeout a loaded machine can fail a node over again (back, or elsewhere) while a test waits, and a wait for one
+     * node's role then never ends although the cluster is whole.
+     */
+    public void awaitReplicasLinked() throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        String shape;
+        while ((shape = misshapen()) != null) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("The cluster never had its " + masterCount + " masters with "
+                        + replicasPerMaster + " linked replica(s) each: " + shape);
+            }
+            pollAgain();
+        }
+    }
+
+    /** What keeps the cluster from its shape, or null when it has it. */
+    private String misshapen() throws IOException {
+        List<String> roles = new ArrayList<>();
+        int masters = 0;
+        boolean whole = true;
+        for (int i = 0; i < ports.size(); i++) {
+            int port = ports.get(i);
+            String info = servers.get(i).isAlive() ? info(port, "replication") : "";
+            String role = line(info, "role:");
+            if (role.equals("role:master")) {
+                masters++;
+                whole &= number(line(info, "connected_slaves:")) >= replicasPerMaster;
+            } else if (role.equals("role:slave")) {
+                whole &= info.lines().anyMatch("master_link_status:up"::equals);
+            } else {
+                whole = false;
+            }
+            roles.add(port + " " + (role.isEmpty() ? "down" : role) + " " + line(info, "connected_slaves:")
+                    + line(info, "master_link_status:"));
+        }
+        return whole && masters == masterCount ? null : String.join(", ", roles);
+    }
+
+    private static String line(String info, String prefix) {
+        return info.lines().filter(l -> l.startsWith(prefix)).findFirst().orElse("");
+    }
+
+    private static int number(String line) {
+        return line.isEmpty() ? 0 : Integer.parseInt(line.substring(line.indexOf(':') + 1).trim());
+    }
+
+    /**
+     * One section of the node's INFO, over a socket of its own; empty when the node does not answer. A poll that
+     * starts no process: redis-cli in a tight loop was a process per poll, CPU that the nodes of a loaded 2-core
+     * machine need to answer each other within their node timeout.
+     */
+    public static String info(int port, String section) {
+        return text(port, "INFO", section);
+    }
+
+    /** A command whose reply is one text (INFO, CLUSTER INFO) over a socket of its own; empty when none came. */
+    private static String text(int port, String... command) {
+        StringBuilder request = new StringBuilder("*" + command.length + "\r\n");
+        for (String part : command) {
+            request.append('$').append(part.length()).append("\r\n").append(part).append("\r\n");
+        }
+        try (Socket socket = new Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write(request.toString().getBytes(StandardCharsets.US_ASCII));
+            var in = new java.io.DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
+            StringBuilder header = new StringBuilder();
+            for (int b = in.read(); b != '\n'; b = in.read()) {
+                if (b < 0) {
+                    return "";
+                }
+                header.append((char) b);
+            }
+            if (header.length() < 2 || header.charAt(0) != '$') {
+                return "";
+            }
+            byte[] body = new byte[Integer.parseInt(header.substring(1).trim())];
+            in.readFully(body);
+            return new String(body, StandardCharsets.UTF_8).replace("\r", "");
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+    }
+
+    /** Between two polls of a condition: a millisecond, so that a poll loop leaves the CPU to the nodes. */
+    private static void pollAgain() throws InterruptedException {
+        TimeUnit.MILLISECONDS.sleep(1);
     }
 
     /** Waits (bounded) until every live node reports the cluster healthy. */
@@ -239,14 +322,10 @@ public final class LocalRedisCluster implements AutoCloseable {
     private static void awaitClusterOk(int port) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
-            Process info = new ProcessBuilder("redis-cli", "-p", Integer.toString(port), "cluster", "info")
-                    .redirectErrorStream(true).start();
-            String text = new String(info.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            info.waitFor();
-            if (text.contains("cluster_state:ok")) {
+            if (text(port, "CLUSTER", "INFO").contains("cluster_state:ok")) {
                 return;
             }
-            Thread.onSpinWait();
+            pollAgain();
         }
         throw new IllegalStateException("Cluster node " + port + " never reached cluster_state:ok");
     }
