@@ -1,5 +1,7 @@
 package dev.retrysafe.gateway.support;
 
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
 import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -24,8 +26,8 @@ public final class LocalRedisCluster implements AutoCloseable {
     private final List<Integer> ports = new ArrayList<>();
     private final List<Process> servers = new ArrayList<>();
     private final List<Path> directories = new ArrayList<>();
-    private int masterCount;
-    private int replicasPerMaster;
+    private final int masterCount;
+    private final int replicasPerMaster;
 
     public static boolean available() {
         return onPath("redis-server") && onPath("redis-cli");
@@ -180,7 +182,7 @@ public final class LocalRedisCluster implements AutoCloseable {
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoTimeout(5000);
             socket.getOutputStream().write(request.toString().getBytes(StandardCharsets.US_ASCII));
-            var in = new java.io.DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
+            DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
             StringBuilder header = new StringBuilder();
             for (int b = in.read(); b != '\n'; b = in.read()) {
                 if (b < 0) {

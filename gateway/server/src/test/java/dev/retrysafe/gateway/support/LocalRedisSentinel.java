@@ -58,7 +58,7 @@ public final class LocalRedisSentinel implements AutoCloseable {
         // Sentinels learn the replicas from the master's INFO, refreshed every 10 s: started once the replicas are
         // attached, they see them at once.
         for (int port : replicaPorts) {
-            awaitReplicaInSync(port);
+            LocalRedisCluster.awaitReplication(port, "master_link_status:up");
         }
         for (int i = 0; i < 3; i++) {
             int port = LocalRedisCluster.freePort();
@@ -182,7 +182,7 @@ public final class LocalRedisSentinel implements AutoCloseable {
 
     /** Waits (bounded) until the old master of a failover reports itself a replica: Sentinel converted it. */
     public void awaitOldMasterDemoted(int old) throws IOException, InterruptedException {
-        awaitRole(old, "role:slave");
+        LocalRedisCluster.awaitReplication(old, "role:slave");
     }
 
     /** Whether the data node on {@code port} still reports itself a master. */
@@ -227,7 +227,7 @@ public final class LocalRedisSentinel implements AutoCloseable {
         int master = masterPort();
         for (int port : nodes.keySet()) {
             if (port != master) {
-                awaitReplicaInSync(port);
+                LocalRedisCluster.awaitReplication(port, "master_link_status:up");
             }
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -253,16 +253,6 @@ public final class LocalRedisSentinel implements AutoCloseable {
         return healthy >= expected;
     }
 
-    private static void awaitRole(int port, String role) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!LocalRedisCluster.cli(port, "info", "replication").contains(role)) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("redis-server on " + port + " never reported " + role);
-            }
-            Thread.onSpinWait();
-        }
-    }
-
     private Process server(int port, String... extra) throws IOException {
         Path dir = Files.createDirectories(root.resolve("redis-" + port));
         List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port),
@@ -274,16 +264,6 @@ public final class LocalRedisSentinel implements AutoCloseable {
         nodes.put(port, process);
         LocalRedisCluster.awaitListening(port);
         return process;
-    }
-
-    private static void awaitReplicaInSync(int replicaPort) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!LocalRedisCluster.cli(replicaPort, "info", "replication").contains("master_link_status:up")) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("The replica never synced");
-            }
-            Thread.onSpinWait();
-        }
     }
 
     @Override
