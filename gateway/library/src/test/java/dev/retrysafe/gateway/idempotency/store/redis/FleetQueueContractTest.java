@@ -335,10 +335,10 @@ class FleetQueueContractTest {
         assertThat(bytes.opsForZSet().size(kind.keys.directory()).block(WAIT)).isEqualTo(distinctSlots);
     }
 
-    /** Waits (bounded) until the record's entry is due on the Redis server's clock. */
     /**
-     * Until both the entry and its slot's look are due: a claim reads the directory, whose look can be a millisecond
-     * after the entry (a lookup's slot is told to look 'sooner' after the mark, rounded up to a millisecond).
+     * Waits (bounded), on the Redis server's clock, until both the entry and its slot's look are due: a claim reads
+     * the directory, whose look can be a millisecond after the entry (a lookup's slot is told to look 'sooner' after
+     * the mark, rounded up to a millisecond).
      */
     private void awaitDue(Kind kind) {
         String queue = kind.keys.queueKey(scope.hash());
