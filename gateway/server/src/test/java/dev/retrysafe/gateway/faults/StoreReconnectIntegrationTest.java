@@ -19,6 +19,7 @@ import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import dev.retrysafe.gateway.support.RedisFaultProxy;
 import dev.retrysafe.gateway.support.RestartableRedis;
+import dev.retrysafe.gateway.support.RespProbe;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Map;
@@ -125,8 +126,9 @@ class StoreReconnectIntegrationTest {
     private void awaitRecord(String key) throws IOException, InterruptedException {
         String record = RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!LocalRedisCluster.cli(redis.port(), "exists", record).equals("1")) {
+        while (!Long.valueOf(1).equals(RespProbe.call(redis.port(), "EXISTS", record))) {
             assertThat(System.nanoTime()).as("the reserve never reached Redis").isLessThan(deadline);
+            RespProbe.pollAgain();
         }
     }
 
@@ -138,8 +140,8 @@ class StoreReconnectIntegrationTest {
         String record = RedisKeyspace.recordKey(new IdempotencyScope("", "onboarding", new IdempotencyKey(key)));
         long deadline = System.nanoTime() + atMost.toNanos();
         while (System.nanoTime() < deadline
-                && LocalRedisCluster.cli(redis.port(), "hget", record, "state").equals("IN_FLIGHT")) {
-            Thread.onSpinWait();
+                && RespProbe.text(redis.port(), "HGET", record, "state").equals("IN_FLIGHT")) {
+            RespProbe.pollAgain();
         }
     }
 

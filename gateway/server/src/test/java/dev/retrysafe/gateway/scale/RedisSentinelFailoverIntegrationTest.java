@@ -8,6 +8,7 @@ import dev.retrysafe.gateway.idempotency.store.redis.WakeUpChannel;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LocalRedisSentinel;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
+import dev.retrysafe.gateway.support.RespProbe;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
@@ -97,13 +98,13 @@ class RedisSentinelFailoverIntegrationTest {
         assertThat(onNewMaster).as("a guarded request's record on the new master within %s of the failover",
                 FOLLOWED_WITHIN).isNotNull();
         while (LocalRedisSentinel.connectionsNamed(old, CLIENT_NAME) > 0 && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
         assertThat(LocalRedisSentinel.connectionsNamed(old, CLIENT_NAME))
                 .as("the gateway's connections left on the old master").isZero();
         while (!LocalRedisCluster.cli(promoted, "pubsub", "numsub", RedisKeyspace.CLASSIC_CHANNEL).endsWith("\n1")
                 && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
         assertThat(LocalRedisCluster.cli(promoted, "pubsub", "numsub", RedisKeyspace.CLASSIC_CHANNEL))
                 .as("the wake-up subscription on the new master").endsWith("\n1");
@@ -124,9 +125,9 @@ class RedisSentinelFailoverIntegrationTest {
         // Let the replica receive this very record before the master dies (replication is asynchronous; the first
         // test's records are on it already, so any record would not do).
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!LocalRedisCluster.cli(sentinel.currentReplicaPort(), "exists", recordOf(before)).equals("1")
+        while (!Long.valueOf(1).equals(RespProbe.call(sentinel.currentReplicaPort(), "EXISTS", recordOf(before)))
                 && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
 
         sentinel.killMaster();

@@ -4,6 +4,7 @@ import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LocalRedisSentinel;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import dev.retrysafe.gateway.support.FreezableLink;
+import dev.retrysafe.gateway.support.RespProbe;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
@@ -17,6 +18,7 @@ import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -146,13 +148,13 @@ class ReplicaAcksFailoverIntegrationTest {
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (!reservedOnReplicas()) {
             assertThat(System.nanoTime()).as("the reservation for %s reached the replicas", key).isLessThan(deadline);
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
     }
 
     private boolean reservedOnReplicas() throws Exception {
         for (int port : redis.replicaPorts()) {
-            if (!LocalRedisCluster.cli(port, "keys", "idempotency:{*").contains("idempotency:")) {
+            if (!(RespProbe.call(port, "KEYS", "idempotency:{*") instanceof List<?> keys) || keys.isEmpty()) {
                 return false;
             }
         }

@@ -1,7 +1,5 @@
 package dev.retrysafe.gateway.support;
 
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
 import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -111,7 +109,7 @@ public final class LocalRedisCluster implements AutoCloseable {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("redis-server on " + port + " never reported " + line);
             }
-            pollAgain();
+            RespProbe.pollAgain();
         }
     }
 
@@ -129,7 +127,7 @@ public final class LocalRedisCluster implements AutoCloseable {
                 throw new IllegalStateException("The cluster never had its " + masterCount + " masters with "
                         + replicasPerMaster + " linked replica(s) each: " + shape);
             }
-            pollAgain();
+            RespProbe.pollAgain();
         }
     }
 
@@ -164,46 +162,9 @@ public final class LocalRedisCluster implements AutoCloseable {
         return line.isEmpty() ? 0 : Integer.parseInt(line.substring(line.indexOf(':') + 1).trim());
     }
 
-    /**
-     * One section of the node's INFO, over a socket of its own; empty when the node does not answer. A poll that
-     * starts no process: redis-cli in a tight loop was a process per poll, CPU that the nodes of a loaded 2-core
-     * machine need to answer each other within their node timeout.
-     */
+    /** One section of the node's INFO, over a socket of its own ({@link RespProbe}); empty when it does not answer. */
     public static String info(int port, String section) {
-        return text(port, "INFO", section);
-    }
-
-    /** A command whose reply is one text (INFO, CLUSTER INFO) over a socket of its own; empty when none came. */
-    private static String text(int port, String... command) {
-        StringBuilder request = new StringBuilder("*" + command.length + "\r\n");
-        for (String part : command) {
-            request.append('$').append(part.length()).append("\r\n").append(part).append("\r\n");
-        }
-        try (Socket socket = new Socket("127.0.0.1", port)) {
-            socket.setSoTimeout(5000);
-            socket.getOutputStream().write(request.toString().getBytes(StandardCharsets.US_ASCII));
-            DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-            StringBuilder header = new StringBuilder();
-            for (int b = in.read(); b != '\n'; b = in.read()) {
-                if (b < 0) {
-                    return "";
-                }
-                header.append((char) b);
-            }
-            if (header.length() < 2 || header.charAt(0) != '$') {
-                return "";
-            }
-            byte[] body = new byte[Integer.parseInt(header.substring(1).trim())];
-            in.readFully(body);
-            return new String(body, StandardCharsets.UTF_8).replace("\r", "");
-        } catch (IOException | RuntimeException e) {
-            return "";
-        }
-    }
-
-    /** Between two polls of a condition: a millisecond, so that a poll loop leaves the CPU to the nodes. */
-    private static void pollAgain() throws InterruptedException {
-        TimeUnit.MILLISECONDS.sleep(1);
+        return RespProbe.text(port, "INFO", section);
     }
 
     /** Waits (bounded) until every live node reports the cluster healthy. */
@@ -324,10 +285,10 @@ public final class LocalRedisCluster implements AutoCloseable {
     private static void awaitClusterOk(int port) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
-            if (text(port, "CLUSTER", "INFO").contains("cluster_state:ok")) {
+            if (RespProbe.text(port, "CLUSTER", "INFO").contains("cluster_state:ok")) {
                 return;
             }
-            pollAgain();
+            RespProbe.pollAgain();
         }
         throw new IllegalStateException("Cluster node " + port + " never reached cluster_state:ok");
     }

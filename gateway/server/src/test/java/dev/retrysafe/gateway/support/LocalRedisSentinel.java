@@ -82,21 +82,40 @@ public final class LocalRedisSentinel implements AutoCloseable {
         // A master killed before every Sentinel knows the replicas and the other Sentinels (hello messages every
         // 2 s) is never failed over: no replica to promote, or no majority to elect a leader.
         for (int port : sentinelPorts) {
-            awaitEntries(port, "replicas", replicaPorts.size());
-            awaitEntries(port, "sentinels", sentinelPorts.size() - 1);
+            awaitEntries(port, "REPLICAS", replicaPorts.size());
+            awaitEntries(port, "SENTINELS", sentinelPorts.size() - 1);
         }
     }
 
     private static void awaitEntries(int sentinelPort, String what, int expected)
             throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (LocalRedisCluster.cli(sentinelPort, "sentinel", what, MASTER_NAME).lines()
-                .filter("name"::equals).count() < expected) {
+        while (entries(sentinelPort, what).size() < expected) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("Sentinel on " + sentinelPort + " never saw " + expected + " " + what);
             }
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
+    }
+
+    /**
+     * {@code SENTINEL REPLICAS|SENTINELS}: one map per entry, from the flat name/value list Sentinel answers; none
+     * when the Sentinel does not answer.
+     */
+    private static List<Map<String, Object>> entries(int sentinelPort, String what) {
+        List<Map<String, Object>> entries = new ArrayList<>();
+        if (RespProbe.call(sentinelPort, "SENTINEL", what, MASTER_NAME) instanceof List<?> listed) {
+            for (Object entry : listed) {
+                if (entry instanceof List<?> pairs) {
+                    Map<String, Object> fields = new HashMap<>();
+                    for (int i = 0; i + 1 < pairs.size(); i += 2) {
+                        fields.put(String.valueOf(pairs.get(i)), pairs.get(i + 1));
+                    }
+                    entries.add(fields);
+                }
+            }
+        }
+        return entries;
     }
 
     public String sentinelNodes() {
@@ -138,17 +157,18 @@ public final class LocalRedisSentinel implements AutoCloseable {
     public int masterPort() throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
-            List<String> named = new ArrayList<>();
+            List<Object> named = new ArrayList<>();
             for (int sentinel : sentinelPorts) {
-                named.add(LocalRedisCluster.cli(sentinel, "sentinel", "get-master-addr-by-name", MASTER_NAME));
+                named.add(RespProbe.call(sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME));
             }
-            if (named.stream().distinct().count() == 1 && named.get(0).lines().count() == 2) {
-                return Integer.parseInt(named.get(0).lines().skip(1).findFirst().orElseThrow().trim());
+            if (named.stream().distinct().count() == 1 && named.get(0) instanceof List<?> address
+                    && address.size() == 2) {
+                return Integer.parseInt(String.valueOf(address.get(1)));
             }
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("The Sentinels never agreed on a master: " + named);
             }
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
     }
 
@@ -171,11 +191,12 @@ public final class LocalRedisSentinel implements AutoCloseable {
     public int startFailover() throws IOException, InterruptedException {
         int old = masterPort();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!LocalRedisCluster.cli(sentinelPorts.get(0), "sentinel", "failover", MASTER_NAME).equals("OK")) {
+        Object reply;
+        while (!"OK".equals(reply = RespProbe.call(sentinelPorts.get(0), "SENTINEL", "FAILOVER", MASTER_NAME))) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("Sentinel never accepted a failover");
+                throw new IllegalStateException("Sentinel never accepted a failover; its last answer: " + reply);
             }
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
         return old;
     }
@@ -186,13 +207,13 @@ public final class LocalRedisSentinel implements AutoCloseable {
     }
 
     /** Whether the data node on {@code port} still reports itself a master. */
-    public static boolean isMaster(int port) throws IOException, InterruptedException {
-        return LocalRedisCluster.cli(port, "info", "replication").contains("role:master");
+    public static boolean isMaster(int port) {
+        return LocalRedisCluster.info(port, "replication").lines().anyMatch("role:master"::equals);
     }
 
     /** How many connections named {@code clientName} the data node on {@code port} has (CLIENT LIST). */
-    public static long connectionsNamed(int port, String clientName) throws IOException, InterruptedException {
-        return LocalRedisCluster.cli(port, "client", "list").lines()
+    public static long connectionsNamed(int port, String clientName) {
+        return RespProbe.text(port, "CLIENT", "LIST").lines()
                 .filter(line -> line.contains(" name=" + clientName + " ")).count();
     }
 
@@ -201,13 +222,13 @@ public final class LocalRedisSentinel implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
             int now = masterPort();
-            if (now != old && LocalRedisCluster.cli(now, "info", "replication").contains("role:master")) {
+            if (now != old && isMaster(now)) {
                 return now;
             }
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("No master other than " + old + " was promoted");
             }
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
     }
 
@@ -232,26 +253,19 @@ public final class LocalRedisSentinel implements AutoCloseable {
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         for (int sentinel : sentinelPorts) {
-            while (!healthyReplicas(sentinel, nodes.size() - 1)) {
+            List<Map<String, Object>> replicas;
+            while ((replicas = entries(sentinel, "REPLICAS")).stream().filter(r -> "slave".equals(r.get("flags")))
+                    .count() < nodes.size() - 1) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("Sentinel on " + sentinel + " never saw the replicas healthy");
+                    throw new IllegalStateException("Sentinel on " + sentinel + " never saw the replicas healthy "
+                            + "(flags \"slave\"): " + replicas.stream().map(r -> r.get("name") + " " + r.get("flags"))
+                            .toList());
                 }
-                Thread.onSpinWait();
+                RespProbe.pollAgain();
             }
         }
     }
 
-    /** What Sentinel says of each replica, as name/value lines: healthy is flags "slave", link "ok". */
-    private boolean healthyReplicas(int sentinel, int expected) throws IOException, InterruptedException {
-        List<String> lines = LocalRedisCluster.cli(sentinel, "sentinel", "replicas", MASTER_NAME).lines().toList();
-        int healthy = 0;
-        for (int i = 0; i + 1 < lines.size(); i++) {
-            if (lines.get(i).equals("flags") && lines.get(i + 1).equals("slave")) {
-                healthy++;
-            }
-        }
-        return healthy >= expected;
-    }
 
     private Process server(int port, String... extra) throws IOException {
         Path dir = Files.createDirectories(root.resolve("redis-" + port));

@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.faults.torture;
 
 import dev.retrysafe.gateway.support.LocalRedisSentinel;
+import dev.retrysafe.gateway.support.RespProbe;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.LongConsumer;
@@ -36,7 +37,7 @@ final class SentinelFailovers implements Failovers {
         int old = sentinel.startFailover();
         sentinel.awaitMasterOtherThan(old);
         while (LocalRedisSentinel.connectionsNamed(old, CLIENT_NAME) > 0 && LocalRedisSentinel.isMaster(old)) {
-            Thread.onSpinWait();
+            RespProbe.pollAgain();
         }
         if (!LocalRedisSentinel.isMaster(old)) {
             throw new IllegalStateException("The gateway stayed on the old master " + old + " until Sentinel converted "

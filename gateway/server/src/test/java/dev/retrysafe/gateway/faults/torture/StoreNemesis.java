@@ -46,6 +46,9 @@ final class StoreNemesis implements AutoCloseable {
     private final Runnable beforeForgetting;
     private final Runnable afterForgetting;
     private volatile Throwable failure;
+    private final long seed;
+    /** The fault being applied, for a failure's message. */
+    private volatile StoreFault underWay;
 
     /**
      * @param longest           the longest a fault lasts (below the in-flight lease)
@@ -65,6 +68,7 @@ final class StoreNemesis implements AutoCloseable {
     private StoreNemesis(long seed, List<StoreFault> faults, RedisFaultProxy proxy, RestartableRedis redis,
             Failovers failovers, Duration storeTimeout, Duration longest, Runnable beforeForgetting,
             Runnable afterForgetting) {
+        this.seed = seed;
         this.beforeForgetting = beforeForgetting;
         this.afterForgetting = afterForgetting;
         this.faults = faults;
@@ -92,7 +96,9 @@ final class StoreNemesis implements AutoCloseable {
                 StoreFault fault = nextFault();
                 Duration lasted = Duration.ofMillis(150 + random.nextLong(Math.max(1, longest.toMillis() - 150)));
                 long started = System.nanoTime();
+                underWay = fault;
                 apply(fault, lasted);
+                underWay = null;
                 synchronized (applied) {
                     applied.add(new Applied(fault, started, Duration.ofNanos(System.nanoTime() - started)));
                 }
@@ -209,7 +215,10 @@ final class StoreNemesis implements AutoCloseable {
             redis.start();
         }
         if (failure != null) {
-            throw new IllegalStateException("The store nemesis failed", failure);
+            // The whole story on one line: a CI excerpt shows the top message of a test's error and nothing below.
+            String during = underWay == null ? "a quiet gap" : underWay.label;
+            throw new IllegalStateException("The store nemesis failed in " + during + " after " + summary()
+                    + " (seed " + seed + "): " + failure, failure);
         }
     }
 }
