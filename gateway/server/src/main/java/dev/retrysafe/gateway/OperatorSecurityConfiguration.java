@@ -1,6 +1,8 @@
 package dev.retrysafe.gateway;
 
 import java.net.URI;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.security.autoconfigure.actuate.web.reactive.EndpointRequest;
@@ -16,6 +18,10 @@ import org.springframework.security.core.userdetails.User;
 import org.springframework.security.core.userdetails.UserDetails;
 import org.springframework.security.crypto.factory.PasswordEncoderFactories;
 import org.springframework.security.web.server.SecurityWebFilterChain;
+import org.springframework.security.web.server.WebFilterChainProxy;
+import org.springframework.security.web.server.firewall.ServerExchangeRejectedHandler;
+import org.springframework.security.web.server.firewall.ServerWebExchangeFirewall;
+import org.springframework.security.web.server.firewall.StrictServerWebExchangeFirewall;
 import org.springframework.security.web.server.authentication.RedirectServerAuthenticationSuccessHandler;
 import org.springframework.security.web.server.authentication.logout.RedirectServerLogoutSuccessHandler;
 import org.springframework.security.web.server.util.matcher.AndServerWebExchangeMatcher;
@@ -91,6 +97,31 @@ class OperatorSecurityConfiguration {
         return WebServerApplicationContext.hasServerNamespace(exchange.getApplicationContext(), "management")
                 ? ServerWebExchangeMatcher.MatchResult.match()
                 : ServerWebExchangeMatcher.MatchResult.notMatch();
+    }
+
+    /**
+     * Spring Security's chain selection with a fast way through for requests no chain applies to
+     * ({@link SecurityChainSelection}); the chains, their order, the firewall and its rejections are the proxy's.
+     */
+    @Bean
+    static BeanPostProcessor securityChainSelection(ObjectProvider<SecurityWebFilterChain> chains,
+            ObjectProvider<ServerWebExchangeFirewall> firewall, ObjectProvider<ServerExchangeRejectedHandler> rejected) {
+        return new BeanPostProcessor() {
+            @Override
+            public Object postProcessAfterInitialization(Object bean, String name) {
+                return bean instanceof WebFilterChainProxy proxy
+                        ? new SecurityChainSelection(proxy, chains.orderedStream().toList(),
+                                firewall.getIfUnique(StrictServerWebExchangeFirewall::new),
+                                rejected.getIfUnique(RefusedRequest::new))
+                        : bean;
+            }
+        };
+    }
+
+    /** What Spring Security's firewall refuses, answered in the gateway's envelope (its default is a bare 400). */
+    @Bean
+    ServerExchangeRejectedHandler refusedRequest() {
+        return new RefusedRequest();
     }
 
     @Bean

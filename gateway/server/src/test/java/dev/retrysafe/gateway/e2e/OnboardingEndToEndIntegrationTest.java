@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.retrysafe.gateway.idempotency.store.redis.RedisKeyspace;
 import dev.retrysafe.gateway.IdempotencyGatewayApplication;
 import dev.retrysafe.onboarding.OnboardingBackendApplication;
+import dev.retrysafe.gateway.support.RawHttpClient;
 import dev.retrysafe.onboarding.OnboardingLedger;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,6 +18,8 @@ import java.util.UUID;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.ApplicationContext;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -27,6 +31,7 @@ import org.springframework.test.context.ActiveProfiles;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.reactive.function.client.WebClient;
+import org.springframework.web.server.WebFilter;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -62,6 +67,9 @@ class OnboardingEndToEndIntegrationTest {
 
     @LocalManagementPort
     int managementPort;
+
+    @Autowired
+    ApplicationContext gatewayContext;
 
     @DynamicPropertySource
     static void backendUri(DynamicPropertyRegistry registry) {
@@ -184,6 +192,32 @@ class OnboardingEndToEndIntegrationTest {
                 .contentType(MediaType.APPLICATION_JSON).bodyValue(MERCHANT)
                 .exchangeToMono(r -> r.toEntity(JSON)).block();
         assertThat(response.getStatusCode().value()).isEqualTo(422);
+        assertThat(ledger.writeRequests()).isEqualTo(writesBefore);
+    }
+
+    /**
+     * Spring Security's firewall still stands in front of the routes, which no security chain guards: a path it
+     * refuses is a 400 in the gateway's envelope, and neither the store nor the backend hear of it.
+     */
+    @Test
+    void aPathTheFirewallRefusesIs400InTheEnvelopeAndNeverReachesTheBackend() {
+        assertThat(gatewayContext.getBeansOfType(WebFilter.class).values())
+                .as("Spring Security's chain selection, with its fast way past")
+                .extracting(filter -> filter.getClass().getSimpleName())
+                .contains("SecurityChainSelection").doesNotContain("WebFilterChainProxy");
+        OnboardingLedger ledger = backend.getBean(OnboardingLedger.class);
+        long writesBefore = ledger.writeRequests();
+        byte[] body = MERCHANT.getBytes(StandardCharsets.UTF_8);
+        for (String path : List.of("/merchants;jsessionid=1", "/merchants%2Fx", "/%2e%2e/merchants")) {
+            RawHttpClient.Response response = new RawHttpClient(port).send("POST " + path + " HTTP/1.1\r\n"
+                    + "Host: 127.0.0.1\r\nIdempotency-Key: " + UUID.randomUUID() + "\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n", body,
+                    Duration.ofSeconds(10));
+            assertThat(response.status()).as(path).isEqualTo(400);
+            assertThat(response.header("Content-Type")).as(path).startsWith("application/json");
+            assertThat(response.bodyText()).as(path).contains("\"reason\":400")
+                    .contains("characters the gateway does not forward");
+        }
         assertThat(ledger.writeRequests()).isEqualTo(writesBefore);
     }
 
