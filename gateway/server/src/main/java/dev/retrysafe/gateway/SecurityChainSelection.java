@@ -75,8 +75,10 @@ final class SecurityChainSelection implements WebFilter, Ordered {
     /** Subscribes on the caller's thread; an empty answer is a no, as {@code filterWhen} takes it. */
     private static final class Probe implements CoreSubscriber<Boolean> {
         private Subscription subscription;
-        private Boolean value;
-        private boolean completed;
+        // Volatile: a matcher may answer on another thread just as the caller looks; reading completed then must
+        // also show the value given before it, or a late yes would read as a no.
+        private volatile Boolean value;
+        private volatile boolean completed;
 
         @Override
         public void onSubscribe(Subscription s) {
