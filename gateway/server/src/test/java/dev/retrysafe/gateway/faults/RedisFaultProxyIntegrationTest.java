@@ -160,6 +160,21 @@ class RedisFaultProxyIntegrationTest {
         }
     }
 
+    /**
+     * The store torture stopped its nemesis with an interrupt, which once landed in a restart's kill: the kill gave
+     * up waiting for the process to end, the start after it took the dying process for a live one, and the run had
+     * no Redis at all (CI, seed 473764608598). An interrupted kill still ends the process before it says so.
+     */
+    @Test
+    void aKillInterruptedWhileItWaitsStillEndsTheProcessSoThatAStartBringsRedisBack() throws Exception {
+        for (int attempt = 0; attempt < 5; attempt++) {
+            Thread.currentThread().interrupt();
+            assertThatThrownBy(redis::kill).isInstanceOf(InterruptedException.class);
+            redis.start();
+            assertThat(direct("PING")).as("after interrupted kill %d", attempt).isEqualTo("PONG");
+        }
+    }
+
     @Test
     void whileRedisIsDownTheProxyClosesNewConnectionsAndAfterItsRestartItPassesAgain() throws Exception {
         redis.kill();

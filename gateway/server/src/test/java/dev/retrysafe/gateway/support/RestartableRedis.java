@@ -76,11 +76,30 @@ public final class RestartableRedis implements AutoCloseable {
         }
     }
 
-    /** SIGKILL: no shutdown save, no goodbye to clients; their connections are reset by the kernel. */
+    /**
+     * SIGKILL: no shutdown save, no goodbye to clients; their connections are reset by the kernel. Returns (or throws
+     * an interrupt that came meanwhile) only once the process has ended: a dying process still looks alive, and
+     * {@link #start} would take it for a running Redis.
+     */
     public synchronized void kill() throws InterruptedException {
-        if (process != null) {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly();
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (process.isAlive()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("redis-server on " + port + " outlived SIGKILL by 10 s");
+            }
+            try {
+                process.waitFor(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            throw new InterruptedException("interrupted while redis-server on " + port + " was being killed");
         }
     }
 
