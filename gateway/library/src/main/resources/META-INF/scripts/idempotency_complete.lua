@@ -62,7 +62,7 @@ redis.call('HSET', KEYS[1], 'state', 'COMPLETED', 'response', ARGV[2], 'status',
   'owner', ARGV[1])
 redis.call('HDEL', KEYS[1], 'waiters', 'lease_until', 'lookup')
 -- A record is in the index of its state only (the scripts move it between the two in one step); one written anew may
--- have left a stale entry in either.
+-- have left a stale entry in either, and a first write leaves one an expired UNCERTAIN record had (counts drop it).
 if current[1] ~= 'UNCERTAIN' then
   redis.call('ZREM', KEYS[3], ARGV[7])
 end

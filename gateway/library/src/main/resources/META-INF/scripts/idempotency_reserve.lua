@@ -84,7 +84,9 @@ if not state then
   -- The record outlives its lease: a lease that lapses makes it UNCERTAIN, never free.
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
   redis.call('ZADD', KEYS[2], now, ARGV[11])
-  redis.call('ZREM', KEYS[3], ARGV[11])
+  -- No ZREM of an UNCERTAIN entry: one can be left only by an UNCERTAIN record whose TTL ended. Every reader of the
+  -- index checks the record's own state (a count drops the entry, a list skips it), and the record, once it is
+  -- UNCERTAIN itself, takes the entry over with its own time. One call fewer on every first write.
   return {'RESERVED'}
 end
 if not same then

@@ -81,8 +81,10 @@ public final class RedisRecordInspector implements RecordInspector {
                 ? index.list(CANDIDATES_PER_STATE)
                         .filter(member -> filter.states().contains(member.state()))
                         // A few lookups at once so that Lettuce pipelines them; the order stays the index's.
+                        // Only from the index of its own state: an entry left by a record whose TTL ended must
+                        // not list its successor twice (a first write does not clear the other index).
                         .flatMapSequential(member -> view(RedisKeyspace.recordKey(member.scopeHash()),
-                                member.scopeHash(), false), 16)
+                                member.scopeHash(), false).filter(v -> v.state().equals(member.state())), 16)
                 : template.scan(ScanOptions.scanOptions().match(RedisKeyspace.RECORD_PREFIX + "{*").count(1000)
                                 .build())
                         .concatMap(key -> view(key, key.substring(RedisKeyspace.RECORD_PREFIX.length() + 1,

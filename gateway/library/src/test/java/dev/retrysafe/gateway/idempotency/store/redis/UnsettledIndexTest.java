@@ -1,6 +1,7 @@
 package dev.retrysafe.gateway.idempotency.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import dev.retrysafe.gateway.idempotency.encryption.EncryptionKeys;
 import dev.retrysafe.gateway.idempotency.fingerprint.Fingerprint;
@@ -153,6 +154,30 @@ class UnsettledIndexTest {
         assertThat(inspector.release(uncertain.hash()).block(WAIT)).isEqualTo("UNCERTAIN");
         assertThat(inspector.count(Duration.ofMinutes(1), 0).block(WAIT).oldest().uncertain())
                 .as("the next oldest, made a moment ago").isLessThan(Duration.ofSeconds(120));
+    }
+
+    /**
+     * A first write does not clear the UNCERTAIN index (one call fewer in every reserve): the entry an UNCERTAIN record
+     * left when its TTL ended stays until a count drops it. Its successor, a fresh IN_FLIGHT record of the same scope,
+     * is counted and listed once, as what it is.
+     */
+    @Test
+    void aStaleUncertainEntryOfAVanishedRecordNeverMakesItsSuccessorLookUncertain() {
+        IdempotencyScope scope = scope();
+        store.markUncertain(Marks.uncertain(scope, reserve(scope), "response timeout", Duration.ofHours(1)))
+                .block(WAIT);
+        bytes.delete(RedisKeyspace.recordKey(scope)).block(WAIT);
+        reserve(scope);
+        assertThat(bytes.opsForZSet().size(RedisKeyspace.uncertainKey(scope.hash())).block(WAIT))
+                .as("the stale entry is still there before any count").isEqualTo(1);
+
+        assertThat(listed()).as("listed once, from the index of its own state")
+                .extracting(RecordView::scopeHash, RecordView::state).containsExactly(tuple(scope.hash(), "IN_FLIGHT"));
+        assertThat(counts()).isEqualTo(counts(1, 0, 1));
+        assertThat(bytes.opsForZSet().size(RedisKeyspace.uncertainKey(scope.hash())).block(WAIT))
+                .as("dropped by the count").isZero();
+        assertThat(inspector.count(Duration.ofMinutes(1), Long.MAX_VALUE).block(WAIT).oldest().uncertain())
+                .as("no UNCERTAIN age either").isEqualTo(Duration.ZERO);
     }
 
     @Test
