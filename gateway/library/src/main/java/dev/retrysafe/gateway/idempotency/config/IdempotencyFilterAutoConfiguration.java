@@ -2,6 +2,7 @@ package dev.retrysafe.gateway.idempotency.config;
 
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyFilterServices;
+import dev.retrysafe.gateway.idempotency.filter.PendingSettles;
 import dev.retrysafe.gateway.idempotency.filter.IdempotencyGatewayFilterFactory;
 import dev.retrysafe.gateway.idempotency.filter.RouteWatchers;
 import dev.retrysafe.gateway.idempotency.filter.UnguardedGatewayWarning;
@@ -93,12 +94,20 @@ public class IdempotencyFilterAutoConfiguration {
         return new ProcessStatusObserver(watcher, properties.storeTimeout(), events);
     }
 
+    /** Shutdown waits for the store calls of exchanges whose clients have their answers, one settle deadline. */
+    @Bean
+    @ConditionalOnBean(IdempotencyStore.class)
+    PendingSettles idempotencyPendingSettles(IdempotencyProperties properties) {
+        return new PendingSettles(properties.storeTimeout().multipliedBy(3));
+    }
+
     @Bean
     @ConditionalOnBean(IdempotencyStore.class)
     IdempotencyFilterServices idempotencyFilterServices(IdempotencyStore store, IdempotencyMetrics metrics,
-            TenantResolver tenants, IdempotencyEvents events, LeaseRenewals leases, RequestReports reports) {
+            TenantResolver tenants, IdempotencyEvents events, LeaseRenewals leases, RequestReports reports,
+            PendingSettles settles) {
         return new IdempotencyFilterServices(new MeteredIdempotencyStore(store, metrics), tenants,
-                Clock.systemDefaultZone(), events, leases, reports);
+                Clock.systemDefaultZone(), events, leases, reports, settles);
     }
 
     @Bean

@@ -94,7 +94,7 @@ final class CapturingResponse extends ServerHttpResponseDecorator {
                 // A write to a connection that is already gone can end having read none or only part of the body:
                 // read the rest anyway, or the exchange would wait for an end that never comes.
                 .then(Mono.fromRunnable(guarded::drainRest))
-                .then(upstream.settled());
+                .then(upstream.answerMayEnd());
     }
 
     private int status() {

@@ -11,7 +11,8 @@ import java.time.Clock;
  * Made once per route, when Spring Cloud Gateway builds it; per request is {@link GuardedRequest}.
  *
  * @param responses the answers the gateway writes itself, in the route's contract
+ * @param settles   the store calls settling exchanges, which shutdown waits for
  */
 record GuardedRoute(RoutePolicy policy, IdempotencyStore store, IdempotencyEvents events, LeaseRenewals leases,
-        GatewayResponses responses, Clock clock) {
+        GatewayResponses responses, Clock clock, PendingSettles settles) {
 }

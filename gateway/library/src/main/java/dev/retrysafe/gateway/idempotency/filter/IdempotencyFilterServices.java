@@ -14,7 +14,8 @@ import java.time.Clock;
  *
  * @param leases  renews the leases of requests at their upstream
  * @param reports one log line and the metrics per request
+ * @param settles the store calls that settle exchanges, counted so that shutdown waits for them
  */
 public record IdempotencyFilterServices(IdempotencyStore store, TenantResolver tenants, Clock clock,
-        IdempotencyEvents events, LeaseRenewals leases, RequestReports reports) {
+        IdempotencyEvents events, LeaseRenewals leases, RequestReports reports, PendingSettles settles) {
 }

@@ -68,7 +68,7 @@ public final class IdempotencyGatewayFilter implements GatewayFilter, Ordered {
         this.responseTimeout = responseTimeout;
         this.responses = new GatewayResponses(services.clock(), policy.contract());
         this.route = new GuardedRoute(policy, services.store(), services.events(), services.leases(), responses,
-                services.clock());
+                services.clock(), services.settles());
     }
 
     @Override

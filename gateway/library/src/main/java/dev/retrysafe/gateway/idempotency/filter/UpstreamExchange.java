@@ -73,8 +73,11 @@ final class UpstreamExchange {
     private final IdempotencyEvents events;
     private final LeaseRenewals leases;
     private final GatewayResponses responses;
+    private final PendingSettles settles;
     private final AtomicReference<State> state = new AtomicReference<>(State.RESERVED);
     private final Sinks.Empty<Void> settled = Sinks.empty();
+    /** The client's answer may end: a result's store call began, or anything else is settled. */
+    private final Sinks.Empty<Void> answerEnd = Sinks.empty();
     private final Sinks.Empty<Void> stalled = Sinks.empty();
     private final Sinks.Empty<Void> nothingToLink = Sinks.empty();
     private volatile long lastProgressNanos = System.nanoTime();
@@ -94,6 +97,7 @@ final class UpstreamExchange {
         this.events = route.events();
         this.leases = route.leases();
         this.responses = route.responses();
+        this.settles = route.settles();
     }
 
     /**
@@ -111,11 +115,24 @@ final class UpstreamExchange {
 
     /**
      * Completes once the exchange is settled (stored, released or marked uncertain), or once the settle deadline
-     * has passed since it began settling ({@link RoutePolicy#settleDeadline()}): the client's answer waits for the
-     * store, but not for a store that does not answer; the store call goes on in the background.
+     * has passed since it began settling ({@link RoutePolicy#settleDeadline()}): what waits for it (an answer the
+     * gateway writes after a release or an UNCERTAIN mark, a held 202) waits for the store, but not for a store that
+     * does not answer; the store call goes on in the background. A stored result's answer does not wait at all
+     * ({@link #answerMayEnd()}).
      */
     Mono<Void> settled() {
         return settled.asMono();
+    }
+
+    /**
+     * Completes when the client's answer may end. A result being stored does not wait for its store call: the client
+     * has every byte of it, and on a kept-alive connection the next request would wait that Redis round trip too. A
+     * retry meanwhile finds the record IN_FLIGHT and waits for it as for any duplicate; shutdown waits for the call
+     * ({@link PendingSettles}). Anything else (a release, an UNCERTAIN mark) is settled before the answer ends, as
+     * before: a retry right after it must find the key free, or the doubt recorded.
+     */
+    Mono<Void> answerMayEnd() {
+        return answerEnd.asMono();
     }
 
     /**
@@ -217,7 +234,7 @@ final class UpstreamExchange {
             report.outcome(RequestOutcome.RELEASED);
             return release();
         });
-        return settled();
+        return answerMayEnd();
     }
 
     /** The chain failed: before an answer this is the upstream call failing, sent or not. */
@@ -292,18 +309,25 @@ final class UpstreamExchange {
         }
         Duration deadline = policy.settleDeadline();
         Disposable clientDeadline = Mono.delay(deadline).subscribe(tick -> {
+            answerEnd.tryEmitEmpty();
             if (settled.tryEmitEmpty() == Sinks.EmitResult.OK) {
-                log.warn("Settling scope {} as {} takes longer than {} ms: the client gets its answer now, the store "
-                        + "call goes on", scope.hash(), terminal, deadline.toMillis());
+                log.warn("Settling scope {} as {} takes longer than {} ms: what waits for it (the client's answer, a "
+                        + "held 202) goes on now, the store call goes on", scope.hash(), terminal, deadline.toMillis());
             }
         });
+        settles.begin();
         call.onErrorResume(e -> {
             log.error("Settling scope {} as {} failed: {}", scope.hash(), terminal, e.toString());
             return Mono.empty();
         }).doFinally(signal -> {
             clientDeadline.dispose();
             settled.tryEmitEmpty();
+            answerEnd.tryEmitEmpty();
+            settles.end();
         }).subscribe();
+        if (terminal == State.STORED) {
+            answerEnd.tryEmitEmpty();
+        }
         return true;
     }
 

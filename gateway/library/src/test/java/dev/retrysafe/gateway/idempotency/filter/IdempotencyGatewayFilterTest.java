@@ -95,8 +95,19 @@ class IdempotencyGatewayFilterTest {
     final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     final IdempotencyEvents events = new IdempotencyEvents(meters);
     final List<LeaseRenewals> leaseRenewals = new CopyOnWriteArrayList<>();
+    /** The settle calls of every filter made here: a result's store call may end after its answer. */
+    final List<PendingSettles> pendingSettles = new CopyOnWriteArrayList<>();
     final List<ProcessWatcher> watchers = new CopyOnWriteArrayList<>();
     final IdempotencyScope scope = new IdempotencyScope("", "r", new IdempotencyKey(KEY));
+
+    /** Waits until no store call settling an exchange runs (bounded). */
+    void awaitSettled() {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (pendingSettles.stream().anyMatch(settles -> settles.underWay() > 0)) {
+            assertThat(System.nanoTime()).as("settle calls under way after %s", WAIT).isLessThan(deadline);
+            Thread.onSpinWait();
+        }
+    }
 
     @AfterEach
     void stopLeaseRenewals() {
@@ -946,6 +957,8 @@ class IdempotencyGatewayFilterTest {
     /** As IdempotencyFilterAutoConfiguration builds the factory, on this test's store and clock. */
     IdempotencyGatewayFilterFactory factory(RouteDefaults defaults, IdempotencyStore store) {
         LeaseRenewals leases = new LeaseRenewals(store, Duration.ofMillis(50));
+        PendingSettles settles = new PendingSettles(defaults.storeTimeout().multipliedBy(3));
+        pendingSettles.add(settles);
         leaseRenewals.add(leases);
         ProcessWatcher processes = new ProcessWatcher(store,
                 store instanceof ProcessQueue queue ? Optional.of(queue) : Optional.empty(), WebClient.create(),
@@ -954,7 +967,7 @@ class IdempotencyGatewayFilterTest {
         watchers.add(processes);
         return new IdempotencyGatewayFilterFactory(defaults, new IdempotencyFilterServices(store,
                 new PrincipalOrHeaderTenantResolver(null), clock, events, leases,
-                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE)),
+                new RequestReports(new IdempotencyMetrics(meters), TraceIds.NONE), settles),
                 new RouteWatchers(processes, new ProcessStatusObserver(processes, defaults.storeTimeout(), events),
                         Optional.of(new Reconciler(Optional.empty(), WebClient.create(), Duration.ofSeconds(1),
                                 Duration.ofSeconds(5), Duration.ofMinutes(5), defaults.storeTimeout(),
