@@ -64,9 +64,24 @@ public final class PendingSettles implements SmartLifecycle {
     @Override
     public void stop() {
         running = false;
-        long deadline = System.nanoTime() + bound.toNanos();
+        draining = true;
+        boolean none;
+        try {
+            none = awaitNone(bound);
+        } finally {
+            draining = false;
+        }
+        if (!none) {
+            log.warn("{} store calls settling exchanges whose clients have their answers were still under way after "
+                    + "{} ms of shutdown; records whose call does not land lapse to UNCERTAIN", underWay.get(),
+                    bound.toMillis());
+        }
+    }
+
+    /** Waits until no settle call runs, at most {@code max}; whether none runs. */
+    public boolean awaitNone(Duration max) {
+        long deadline = System.nanoTime() + max.toNanos();
         synchronized (ended) {
-            draining = true;
             try {
                 long left;
                 while (underWay.get() > 0 && (left = deadline - System.nanoTime()) > 0) {
@@ -74,15 +89,9 @@ public final class PendingSettles implements SmartLifecycle {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-            } finally {
-                draining = false;
             }
         }
-        int left = underWay.get();
-        if (left > 0) {
-            log.warn("{} store calls settling exchanges whose clients have their answers were still under way after "
-                    + "{} ms of shutdown; records whose call does not land lapse to UNCERTAIN", left, bound.toMillis());
-        }
+        return underWay.get() == 0;
     }
 
     @Override

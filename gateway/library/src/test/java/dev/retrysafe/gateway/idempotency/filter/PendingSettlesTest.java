@@ -40,6 +40,9 @@ class PendingSettlesTest {
         stuck.stop();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isGreaterThanOrEqualTo(Duration.ofMillis(50));
         assertThat(stuck.underWay()).as("left to go on until the store closes").isEqualTo(1);
+        assertThat(stuck.awaitNone(Duration.ofMillis(1))).isFalse();
+        stuck.end();
+        assertThat(stuck.awaitNone(WAIT)).isTrue();
     }
 
     @Test
@@ -54,7 +57,6 @@ class PendingSettlesTest {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!settles.draining()) {
             assertThat(System.nanoTime()).as("stop() waiting").isLessThan(deadline);
-            Thread.onSpinWait();
             Thread.sleep(1); // poll interval; the condition is checked again
         }
     }
