@@ -169,7 +169,14 @@ class RedisFaultProxyIntegrationTest {
     void aKillInterruptedWhileItWaitsStillEndsTheProcessSoThatAStartBringsRedisBack() throws Exception {
         for (int attempt = 0; attempt < 5; attempt++) {
             Thread.currentThread().interrupt();
-            assertThatThrownBy(redis::kill).isInstanceOf(InterruptedException.class);
+            // A process that is gone before kill() waits for it ends the kill without looking at the interrupt.
+            boolean thrown = false;
+            try {
+                redis.kill();
+            } catch (InterruptedException seen) {
+                thrown = true;
+            }
+            assertThat(thrown || Thread.interrupted()).as("the interrupt is neither lost nor swallowed").isTrue();
             redis.start();
             assertThat(direct("PING")).as("after interrupted kill %d", attempt).isEqualTo("PONG");
         }
