@@ -21,6 +21,8 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * (Redis's own cluster mode, nothing home-made), each in its own folder under {@code target/}.
  */
 public final class LocalRedisCluster implements AutoCloseable {
+    /** Redis's cluster bus listens on the client port plus this. */
+    static final int BUS_PORT_OFFSET = 10000;
     private final List<Integer> ports = new ArrayList<>();
     private final List<Process> servers = new ArrayList<>();
     private final List<Path> directories = new ArrayList<>();
@@ -41,7 +43,7 @@ public final class LocalRedisCluster implements AutoCloseable {
         this.replicasPerMaster = replicasPerMaster;
         Path root = Files.createDirectories(Path.of("target/redis-cluster-" + System.nanoTime()));
         for (int i = 0; i < masters * (1 + replicasPerMaster); i++) {
-            int port = freePort();
+            int port = nodePort(ports);
             Path dir = Files.createDirectories(root.resolve(Integer.toString(port)));
             directories.add(dir);
             servers.add(node(port, dir));
@@ -306,10 +308,20 @@ public final class LocalRedisCluster implements AutoCloseable {
             try (Socket socket = new Socket("127.0.0.1", port)) {
                 return;
             } catch (IOException notYet) {
-                Thread.onSpinWait();
+                pauseBeforeRetry();
             }
         }
         throw new IllegalStateException("redis-server on " + port + " did not start");
+    }
+
+    // A connect loop with no pause takes a core from the Redis it waits for on a 2-core machine.
+    private static void pauseBeforeRetry() {
+        try {
+            RespProbe.pollAgain();
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("Interrupted while waiting for a redis-server to listen", interrupted);
+        }
     }
 
     public static boolean onPath(String command) {
@@ -323,6 +335,42 @@ public final class LocalRedisCluster implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /**
+     * A free port for a cluster node whose bus port (Redis's port + 10000) is free as well, and neither of which is
+     * the port or bus port of a node already chosen: two free ports 10000 apart once made one node's bus the next
+     * node's client port, and that node's start failed with "Address already in use" (CI of 860ac56).
+     */
+    static int nodePort(List<Integer> chosen) throws IOException {
+        return nodePort(chosen, LocalRedisCluster::freePort);
+    }
+
+    /** As {@link #nodePort(List)}, with the candidates from {@code candidates} (a test's own sequence). */
+    static int nodePort(List<Integer> chosen, PortSource candidates) throws IOException {
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            int port = candidates.next();
+            int bus = port + BUS_PORT_OFFSET;
+            boolean clashes = chosen.stream().anyMatch(other -> other == port || other == bus
+                    || other + BUS_PORT_OFFSET == port || other + BUS_PORT_OFFSET == bus);
+            if (bus <= 65535 && !clashes && bindable(bus)) {
+                return port;
+            }
+        }
+        throw new IllegalStateException("No free port pair (port, port + " + BUS_PORT_OFFSET + ") for a cluster node");
+    }
+
+    @FunctionalInterface
+    interface PortSource {
+        int next() throws IOException;
+    }
+
+    private static boolean bindable(int port) {
+        try (ServerSocket socket = new ServerSocket(port, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            return true;
+        } catch (IOException taken) {
+            return false;
+        }
     }
 
     public static int freePort() throws IOException {
