@@ -21,7 +21,9 @@
 # BENCH_BACKEND_PORT (18091),
 # BENCH_REDIS_PORT (16390), BENCH_MANAGEMENT_PORT (18093). To find what a setting costs: JVMS (server minimal),
 # TARGETS (plain rate-limiter naive-first-writes naive-replays first-writes replays tracked-first-writes),
-# LATENCY_CONNECTIONS (4: one more run per target at that many connections, for its p50; 0 skips it), SERVER_ARGS /
+# LATENCY_CONNECTIONS (4: more runs per target at that many connections, for its p50; 0 skips them), LATENCY_ROUNDS
+# (3: that many such runs per target, interleaved over the targets, the median p50 reported; one 10 s p50 swung by
+# 0.5-1 ms from run to run on a shared 2-core VM), SERVER_ARGS /
 # MINIMAL_ARGS (extra --property=value arguments). NEAR_CACHE (true, as the server's shipped configuration has it):
 # idempotency.store.near-cache.enabled in both JVMs; false measures replays read from Redis.
 # RECORDS (0): that many COMPLETED records put in Redis before the warm-up (copies of one real first write), to see
@@ -38,6 +40,7 @@ DURATION="${DURATION:-10}"
 ROUNDS="${ROUNDS:-3}"
 CONNECTIONS="${CONNECTIONS:-32}"
 LATENCY_CONNECTIONS="${LATENCY_CONNECTIONS:-4}"
+LATENCY_ROUNDS="${LATENCY_ROUNDS:-3}"
 THREADS="${THREADS:-2}"
 REPLAY_KEYS="${REPLAY_KEYS:-1000}"
 BODY_BYTES="${BODY_BYTES:-0}"
@@ -176,11 +179,11 @@ wrk_run() { # seconds url mode run [wrk options...]
     "$url" -- "$mode" "$run" "$REPLAY_KEYS" "$BODY_BYTES"
   processes_polled
 }
-# latency JVM TARGET URL MODE RUN -> a row: jvm, target, p50 at LATENCY_CONNECTIONS connections
+# latency JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, p50 at LATENCY_CONNECTIONS connections, round
 latency() {
-  local result="$out/$1-$2-latency.txt"
+  local result="$out/$1-$2-latency-$6.txt"
   WRK_CONNECTIONS="$LATENCY_CONNECTIONS" THREADS=1 wrk_run "$DURATION" "$3" "$4" "$5-latency" --latency > "$result"
-  printf '%s\t%s\t%s\n' "$1" "$2" "$(awk '$1 == "50%" {print $2}' "$result")" | tee -a "$latencies"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$(awk '$1 == "50%" {print $2}' "$result")" "$6" | tee -a "$latencies"
 }
 # measure JVM TARGET URL MODE RUN ROUND -> a row: jvm, target, round, req/s, p50, p99, non-2xx, then CPU in
 # microseconds per request of the gateway, of Redis and of the whole machine
@@ -284,9 +287,11 @@ run_jvm() {
     done
   done
   if [ "$LATENCY_CONNECTIONS" -gt 0 ]; then
-    for target in "${targets[@]}"; do
-      read -r t url mode <<< "$target"
-      latency "$name" "$t" "$url" "$mode" "$run"
+    for latency_round in $(seq 1 "$LATENCY_ROUNDS"); do
+      for target in "${targets[@]}"; do
+        read -r t url mode <<< "$target"
+        latency "$name" "$t" "$url" "$mode" "$run" "$latency_round"
+      done
     done
   fi
   if [ -n "${PROFILE:-}" ]; then
@@ -332,13 +337,20 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
     if (text ~ /s$/) return text * 1000000
     return -1
   }
-  FILENAME ~ /latencies/ { p50[$1 FS $2] = us($3); next }
+  # The p50 of every latency round of a target; the median is reported (the middle one, or the mean of the middle two).
+  FILENAME ~ /latencies/ { k = $1 FS $2; runs[k] = runs[k] (runs[k] == "" ? "" : " ") us($3); next }
   FILENAME ~ /rows/ { order[++count] = $1 FS $2; next }
   { row[$1 FS $2] = $0; if ($2 == "plain") { plain[$1] = $4; plaincpu[$1] = $8 } }
+  function median(list,    v, n, i, j, t) {
+    n = split(list, v, " ")
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+  }
   END {
+    for (k in runs) p50[k] = median(runs[k])
     print "Peer benchmark of " date " on " machine "."
     print ""
-    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | over its plain route | Redis | whole machine | p50 at " (lc > 0 ? lc " connections" : "fewer connections (not run)") " | added over plain |"
+    print "| JVM | target | req/s | vs its plain route | p50 | p99 | non-2xx | CPU per request: gateway | over its plain route | Redis | whole machine | p50 at " (lc > 0 ? lc " connections (median of " lr ")" : "fewer connections (not run)") " | added over plain |"
     print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= count; i++) {
       if (seen[order[i]]++) continue
@@ -352,7 +364,7 @@ awk -v machine="$machine" -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -F'\t' '
     print ""
     if (plain["server"] && plain["minimal"])
       printf "Plain routes: server / minimal-gateway = %.2f\n", plain["server"] / plain["minimal"]
-  }' lc="$LATENCY_CONNECTIONS" "$latencies" "$rows" "$out/medians.tsv" > "$out/peers.md"
+  }' lc="$LATENCY_CONNECTIONS" lr="$LATENCY_ROUNDS" "$latencies" "$rows" "$out/medians.tsv" > "$out/peers.md"
 # What Redis did for each target: commands per request and microseconds inside Redis per call (a script's time
 # includes the commands it calls, which Redis also counts under their own names).
 awk -F'\t' '
