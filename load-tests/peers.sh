@@ -10,7 +10,7 @@
 # goes to load-tests/target/peers/peers.md, with what Redis did for each target (its commands per request and the
 # time inside Redis per call, from INFO commandstats).
 #
-#   load-tests/peers.sh                                    # about 12 minutes
+#   load-tests/peers.sh                                    # about 18 minutes
 #   DURATION=20 ROUNDS=5 WARMUP_PASSES=5 load-tests/peers.sh   # steadier
 #
 # Settings (environment): WARMUP seconds per target and pass (15), WARMUP_PASSES over all targets (3), DURATION
