@@ -1,20 +1,14 @@
 package dev.retrysafe.gateway.scale;
 
+import dev.retrysafe.gateway.support.AcceptingUpstream;
 import dev.retrysafe.gateway.support.Gateways;
 import dev.retrysafe.gateway.support.LocalRedisSentinel;
 import dev.retrysafe.gateway.support.LocalRedisCluster;
 import dev.retrysafe.gateway.support.FreezableLink;
 import dev.retrysafe.gateway.support.RespProbe;
-import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
-import static com.github.tomakehurst.wiremock.client.WireMock.post;
-import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
-import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
-import static com.github.tomakehurst.wiremock.client.WireMock.urlPathMatching;
-import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import com.github.tomakehurst.wiremock.WireMockServer;
 import dev.retrysafe.gateway.idempotency.observability.IdempotencyEvents;
 import java.time.Duration;
 import java.util.HashMap;
@@ -22,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -37,28 +30,21 @@ import reactor.core.publisher.Mono;
  * purpose, then the master is SIGKILLed. Needs {@code redis-server} and {@code redis-cli} on the PATH.
  */
 class ReplicaAcksFailoverIntegrationTest {
-    static WireMockServer upstream;
+    /** Answers 202 to every request, counted by key on arrival; a test can hold its answers. */
+    static final AcceptingUpstream upstream = new AcceptingUpstream();
     LocalRedisSentinel redis;
     ConfigurableApplicationContext gateway;
+    Runnable releaseAnswers = () -> { };
 
     @BeforeAll
-    static void startUpstream() {
+    static void needsRedis() {
         assumeTrue(LocalRedisCluster.available(),
                 "SKIPPED: redis-server and redis-cli are not on the PATH, so no local Sentinel setup can be started");
-        upstream = new WireMockServer(options().dynamicPort());
-        upstream.start();
-        upstream.stubFor(post(urlPathMatching("/merchants/.*")).willReturn(aResponse().withStatus(202).withBody("ok")));
-    }
-
-    @AfterAll
-    static void stopUpstream() {
-        if (upstream != null) {
-            upstream.stop();
-        }
     }
 
     @AfterEach
     void stop() throws Exception {
+        releaseAnswers.run();
         Gateways.closeAll(gateway, redis);
     }
 
@@ -112,19 +98,20 @@ class ReplicaAcksFailoverIntegrationTest {
     void withReplicaAcksALostResultComesBackUncertainNeverAsASecondRun() throws Exception {
         start(1);
         String key = UUID.randomUUID().toString();
-        upstream.stubFor(post(urlPathEqualTo("/merchants/" + key))
-                .willReturn(aResponse().withStatus(202).withBody("slow").withFixedDelay(1500)));
+        releaseAnswers = upstream.holdAnswers();
         CompletableFuture<ResponseEntity<String>> first = sendAsync(key);
-        awaitOnEveryReplica(key);
+        // Forwarded means a replica acknowledged the reservation (WAIT returned): freezing before that point could
+        // hold back the master's GETACK after the reservation itself reached the replicas, and the reservation
+        // would be refused instead of the result being left unreplicated.
+        awaitCondition("the request reached the upstream", () -> upstream.received(key) == 1);
+        awaitCondition("the reservation reached every replica", this::reservedOnReplicas);
         // The reservation is on the replicas; the result the upstream is about to give will not be.
         redis.freezeReplication();
+        releaseAnswers.run();
         assertThat(first.get().getStatusCode().value()).as("the client still gets the upstream's answer")
                 .isEqualTo(202);
         IdempotencyEvents events = gateway.getBean(IdempotencyEvents.class);
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (events.count("replica-ack-missing") < 1 && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
-        }
+        awaitCondition("the unreplicated result is counted", () -> events.count("replica-ack-missing") >= 1);
         assertThat(events.count("replica-ack-missing")).as("the unreplicated result is counted and logged")
                 .isEqualTo(1);
 
@@ -144,12 +131,18 @@ class ReplicaAcksFailoverIntegrationTest {
         assertThat(probe.consecutiveOk).as("failed over: %s", probe.statuses).isEqualTo(1);
     }
 
-    private void awaitOnEveryReplica(String key) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!reservedOnReplicas()) {
-            assertThat(System.nanoTime()).as("the reservation for %s reached the replicas", key).isLessThan(deadline);
+    /** Waits, bounded, until {@code condition} holds; the bound only ends a test that would otherwise hang. */
+    private static void awaitCondition(String what, Condition condition) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!condition.holds()) {
+            assertThat(System.nanoTime()).as(what).isLessThan(deadline);
             RespProbe.pollAgain();
         }
+    }
+
+    @FunctionalInterface
+    private interface Condition {
+        boolean holds() throws Exception;
     }
 
     private boolean reservedOnReplicas() throws Exception {
@@ -172,7 +165,6 @@ class ReplicaAcksFailoverIntegrationTest {
     }
 
     private static int upstreamCalls(String key) {
-        return upstream.countRequestsMatching(postRequestedFor(urlPathEqualTo("/merchants/" + key)).build())
-                .getCount();
+        return upstream.received(key);
     }
 }

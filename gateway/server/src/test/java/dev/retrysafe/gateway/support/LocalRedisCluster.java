@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
@@ -340,10 +341,11 @@ public final class LocalRedisCluster implements AutoCloseable {
     /**
      * A free port for a cluster node whose bus port (Redis's port + 10000) is free as well, and neither of which is
      * the port or bus port of a node already chosen: two free ports 10000 apart once made one node's bus the next
-     * node's client port, and that node's start failed with "Address already in use" (CI of 860ac56).
+     * node's client port, and that node's start failed with "Address already in use" (CI of 860ac56). Both lie below
+     * the ephemeral range ({@link #restartablePort}): nodes are killed and started again on their ports.
      */
     static int nodePort(List<Integer> chosen) throws IOException {
-        return nodePort(chosen, LocalRedisCluster::freePort);
+        return nodePort(chosen, LocalRedisCluster::restartablePort);
     }
 
     /** As {@link #nodePort(List)}, with the candidates from {@code candidates} (a test's own sequence). */
@@ -371,6 +373,36 @@ public final class LocalRedisCluster implements AutoCloseable {
             return true;
         } catch (IOException taken) {
             return false;
+        }
+    }
+
+    /**
+     * A free port for a node a test kills and starts again on the same port, below the kernel's ephemeral range
+     * ({@code ip_local_port_range}) with room for a cluster bus port (+10000) below it too. While such a node is down,
+     * a port in that range can be handed to any outgoing connection as its local port, and the restart then fails
+     * with "Address already in use"; the test polls Redis and Sentinel on new connections, so it makes many. Falls
+     * back to {@link #freePort} on a machine whose range leaves no such room.
+     */
+    public static int restartablePort() throws IOException {
+        int top = ephemeralRangeStart() - BUS_PORT_OFFSET;
+        int bottom = 10_000;
+        for (int attempt = 0; top - bottom >= 1000 && attempt < 1000; attempt++) {
+            int port = bottom + ThreadLocalRandom.current().nextInt(top - bottom);
+            if (bindable(port)) {
+                return port;
+            }
+        }
+        return freePort();
+    }
+
+    /** The first port the kernel hands out to outgoing connections (Linux's default when it cannot be read). */
+    static int ephemeralRangeStart() {
+        try {
+            // readAllLines, not readString: procfs reports a size of 0 and readString returned its first byte only.
+            return Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0)
+                    .trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException unreadable) {
+            return 32768;
         }
     }
 

@@ -50,31 +50,22 @@ class LocalRedisClusterPortsTest {
 
     @Test
     void aPortWhoseBusPortIsTakenIsNotChosen() throws Exception {
-        // Hold the bus ports of many free ports; nodePort must pass over every one of them.
-        List<ServerSocket> held = new ArrayList<>();
-        Set<Integer> heldBusOf = new HashSet<>();
-        try {
-            for (int i = 0; i < 200; i++) {
-                int port = LocalRedisCluster.freePort();
-                int bus = port + LocalRedisCluster.BUS_PORT_OFFSET;
-                if (bus > 65535) {
-                    continue;
-                }
-                try {
-                    held.add(new ServerSocket(bus, 1, InetAddress.getByName("127.0.0.1")));
-                    heldBusOf.add(port);
-                } catch (java.io.IOException inUse) {
-                    // someone else has it: nodePort must pass over it as well
-                }
-            }
-            for (int i = 0; i < 20; i++) {
-                int port = LocalRedisCluster.nodePort(List.of());
-                assertThat(heldBusOf).doesNotContain(port);
-            }
-        } finally {
-            for (ServerSocket socket : held) {
-                socket.close();
-            }
+        int clean = LocalRedisCluster.nodePort(List.of());
+        try (ServerSocket bus = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            int candidate = bus.getLocalPort() - LocalRedisCluster.BUS_PORT_OFFSET;
+            assertThat(LocalRedisCluster.nodePort(List.of(), sequence(candidate, clean))).isEqualTo(clean);
+        }
+    }
+
+    @Test
+    void nodesThatAreStartedAgainOnTheirPortsGetPortsNoOutgoingConnectionCanHoldMeanwhile() throws Exception {
+        int ephemeral = LocalRedisCluster.ephemeralRangeStart();
+        for (int i = 0; i < 50; i++) {
+            int port = LocalRedisCluster.restartablePort();
+            assertThat(port).isGreaterThanOrEqualTo(10_000);
+            assertThat(port + LocalRedisCluster.BUS_PORT_OFFSET).as("its bus port too").isLessThan(ephemeral);
+            int node = LocalRedisCluster.nodePort(List.of());
+            assertThat(node + LocalRedisCluster.BUS_PORT_OFFSET).as("a cluster node's bus port").isLessThan(ephemeral);
         }
     }
 }

@@ -46,12 +46,13 @@ public final class LocalRedisSentinel implements AutoCloseable {
     private LocalRedisSentinel(int replicas, boolean freezable, int failoverTimeoutMillis)
             throws IOException, InterruptedException {
         root = Files.createDirectories(Path.of("target/redis-sentinel-" + System.nanoTime()));
-        masterPort = LocalRedisCluster.freePort();
+        // Data nodes are killed and started again on their ports.
+        masterPort = LocalRedisCluster.restartablePort();
         server(masterPort);
         link = freezable ? new FreezableLink(masterPort) : null;
         int replicateFrom = freezable ? link.port() : masterPort;
         for (int i = 0; i < replicas; i++) {
-            int port = LocalRedisCluster.freePort();
+            int port = LocalRedisCluster.restartablePort();
             server(port, "--replicaof", "127.0.0.1", Integer.toString(replicateFrom));
             replicaPorts.add(port);
         }
@@ -242,30 +243,68 @@ public final class LocalRedisSentinel implements AutoCloseable {
 
     /**
      * Waits (bounded) until every replica is in sync with the current master and every Sentinel sees it healthy:
-     * then a next failover has a replica to promote.
+     * then a next failover has a replica to promote. The master is asked again on every round: on a loaded machine
+     * the Sentinels can fail over again while this waits, and a wait for the node that was a replica when it began
+     * would never end. A timeout names each node's replication state and the end of its log (CI shows only the
+     * message).
      */
     public void awaitReplicasReady() throws IOException, InterruptedException {
-        int master = masterPort();
-        for (int port : nodes.keySet()) {
-            if (port != master) {
-                LocalRedisCluster.awaitReplication(port, "master_link_status:up");
-            }
-        }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        for (int sentinel : sentinelPorts) {
-            List<Map<String, Object>> replicas;
-            while ((replicas = entries(sentinel, "REPLICAS")).stream().filter(r -> "slave".equals(r.get("flags")))
-                    .count() < nodes.size() - 1) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("Sentinel on " + sentinel + " never saw the replicas healthy "
-                            + "(flags \"slave\"): " + replicas.stream().map(r -> r.get("name") + " " + r.get("flags"))
-                            .toList());
-                }
-                RespProbe.pollAgain();
+        String unready;
+        while ((unready = unready()) != null) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("The replicas were never ready for a next failover within 60 s: "
+                        + unready + "; " + nodesDescribed());
             }
+            RespProbe.pollAgain();
         }
     }
 
+    /** What keeps the replicas from being ready for a next failover, or null when nothing does. */
+    private String unready() throws IOException, InterruptedException {
+        int master = masterPort();
+        for (int port : nodes.keySet()) {
+            if (port != master && !info(port).lines().anyMatch("master_link_status:up"::equals)) {
+                return "the node on " + port + " has no link up to the master on " + master;
+            }
+        }
+        for (int sentinel : sentinelPorts) {
+            List<Map<String, Object>> replicas = entries(sentinel, "REPLICAS");
+            if (replicas.stream().filter(r -> "slave".equals(r.get("flags"))).count() < nodes.size() - 1) {
+                return "Sentinel on " + sentinel + " does not see the replicas healthy (flags \"slave\"): "
+                        + replicas.stream().map(r -> r.get("name") + " " + r.get("flags")).toList();
+            }
+        }
+        return null;
+    }
+
+    private static String info(int port) {
+        return LocalRedisCluster.info(port, "replication");
+    }
+
+    /** Each data node: its replication state and the last lines of its log. */
+    private String nodesDescribed() {
+        StringBuilder described = new StringBuilder();
+        for (int port : nodes.keySet().stream().sorted().toList()) {
+            String state = info(port).lines().filter(line -> line.startsWith("role:")
+                    || line.startsWith("master_port:") || line.startsWith("master_link_status:")
+                    || line.startsWith("master_sync_in_progress:") || line.startsWith("master_link_down_since")
+                    || line.startsWith("connected_slaves:")).collect(Collectors.joining(","));
+            described.append("node ").append(port).append(nodes.get(port).isAlive() ? "" : " (process ended)")
+                    .append(" [").append(state.isEmpty() ? "no answer" : state).append("] log: ")
+                    .append(logTail(port, 6)).append("; ");
+        }
+        return described.toString();
+    }
+
+    private String logTail(int port, int lines) {
+        try {
+            List<String> all = Files.readAllLines(root.resolve("redis-" + port).resolve("redis.log"));
+            return String.join(" | ", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException | RuntimeException unreadable) {
+            return "(unreadable: " + unreadable + ")";
+        }
+    }
 
     private Process server(int port, String... extra) throws IOException {
         Path dir = Files.createDirectories(root.resolve("redis-" + port));
@@ -277,6 +316,9 @@ public final class LocalRedisSentinel implements AutoCloseable {
         processes.add(process);
         nodes.put(port, process);
         LocalRedisCluster.awaitListening(port);
+        if (!process.isAlive()) {
+            throw new IllegalStateException("redis-server on " + port + " ended at its start: " + logTail(port, 6));
+        }
         return process;
     }
 

@@ -22,7 +22,7 @@ public final class RestartableRedis implements AutoCloseable {
 
     private RestartableRedis(boolean persistent) throws IOException {
         this.persistent = persistent;
-        port = LocalRedisCluster.freePort();
+        port = LocalRedisCluster.restartablePort(); // started again on it
         directory = Files.createDirectories(Path.of("target/redis-restartable-" + System.nanoTime())).toAbsolutePath();
         start();
     }
